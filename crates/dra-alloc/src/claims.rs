@@ -1,0 +1,237 @@
+//! Claims prepared for allocation: classes resolved, selector sets interned, quantities parsed.
+//!
+//! Preparation is node-independent and done once per claim (per pod in the simulator), not
+//! once per node. It never fails: anything upstream reports as an error is kept and reported
+//! by [`crate::allocate`] at the point where upstream's `Allocate` would report it, so that the
+//! first error of a call is the same one upstream returns.
+
+use std::collections::BTreeMap;
+
+use dra_types::Quantity;
+use k8s_openapi::api::resource::v1::{
+    DeviceClaimConfiguration, DeviceRequest, DeviceToleration, ExactDeviceRequest, ResourceClaim,
+};
+
+use crate::index::{ClassId, Index};
+use crate::selectors::SelSetId;
+
+/// `allocationMode` of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AllocationMode {
+    ExactCount,
+    All,
+    Unsupported(String),
+}
+
+/// A request or subrequest ready for the search.
+#[derive(Debug, Clone)]
+pub struct RequestSpec {
+    /// Name of the request, or of the subrequest for `firstAvailable` entries.
+    pub name: String,
+    pub class_name: String,
+    /// `None`: the class does not exist (a fatal error when the search needs it).
+    pub class: Option<ClassId>,
+    /// Interned (class selectors, request selectors); `None` when the class is missing.
+    pub selector_set: Option<SelSetId>,
+    /// Index of the first selector without a CEL expression (a fatal error upstream).
+    pub empty_selector: Option<usize>,
+    pub mode: AllocationMode,
+    pub count: i64,
+    /// `Some(_)` when the field is set (upstream checks presence and value separately).
+    pub admin_access: Option<bool>,
+    pub tolerations: Vec<DeviceToleration>,
+    /// `capacity.requests`, parsed; `Err` holds a parse error message.
+    pub capacity: Result<Option<BTreeMap<String, Quantity>>, String>,
+}
+
+impl RequestSpec {
+    pub fn admin(&self) -> bool {
+        self.admin_access == Some(true)
+    }
+}
+
+/// The shape of one request of a claim.
+#[derive(Debug, Clone)]
+pub enum RequestBody {
+    Exact(RequestSpec),
+    FirstAvailable(Vec<RequestSpec>),
+    /// Neither `exactly` nor `firstAvailable` is set.
+    Unknown,
+}
+
+/// One request of a claim.
+#[derive(Debug, Clone)]
+pub struct PreparedRequest {
+    pub name: String,
+    pub body: RequestBody,
+}
+
+/// A claim constraint.
+#[derive(Debug, Clone)]
+pub enum ConstraintSpec {
+    MatchAttribute { requests: Vec<String>, attribute: String },
+    DistinctAttribute { requests: Vec<String>, attribute: String },
+    /// Neither kind is set (a fatal error upstream).
+    Empty,
+}
+
+/// A claim ready for [`crate::allocate`].
+#[derive(Debug, Clone)]
+pub struct PreparedClaim {
+    pub namespace: String,
+    pub name: String,
+    pub requests: Vec<PreparedRequest>,
+    pub constraints: Vec<ConstraintSpec>,
+    pub config: Vec<DeviceClaimConfiguration>,
+}
+
+impl PreparedClaim {
+    /// `namespace/name`, as upstream's `klog.KObj` prints a claim.
+    pub fn display_name(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// Prepares a claim; the claim's namespace defaults to `default`.
+    pub fn new(index: &Index, claim: &ResourceClaim) -> PreparedClaim {
+        let devices = claim.spec.as_ref().and_then(|s| s.devices.as_ref());
+        let requests = devices
+            .and_then(|d| d.requests.as_deref())
+            .unwrap_or_default()
+            .iter()
+            .map(|r| prepare_request(index, r))
+            .collect();
+        let constraints = devices
+            .and_then(|d| d.constraints.as_deref())
+            .unwrap_or_default()
+            .iter()
+            .map(|c| {
+                let requests = c.requests.clone().unwrap_or_default();
+                if let Some(attribute) = &c.match_attribute {
+                    ConstraintSpec::MatchAttribute {
+                        requests,
+                        attribute: attribute.clone(),
+                    }
+                } else if let Some(attribute) = &c.distinct_attribute {
+                    ConstraintSpec::DistinctAttribute {
+                        requests,
+                        attribute: attribute.clone(),
+                    }
+                } else {
+                    ConstraintSpec::Empty
+                }
+            })
+            .collect();
+        PreparedClaim {
+            namespace: claim
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+            name: claim.metadata.name.clone().unwrap_or_default(),
+            requests,
+            constraints,
+            config: devices.and_then(|d| d.config.clone()).unwrap_or_default(),
+        }
+    }
+}
+
+fn prepare_request(index: &Index, request: &DeviceRequest) -> PreparedRequest {
+    let body = match (&request.first_available, &request.exactly) {
+        (Some(subs), _) if !subs.is_empty() => RequestBody::FirstAvailable(
+            subs.iter()
+                .map(|s| {
+                    prepare_spec(
+                        index,
+                        SpecFields {
+                            name: &s.name,
+                            class_name: &s.device_class_name,
+                            selectors: s.selectors.as_deref().unwrap_or_default(),
+                            mode: s.allocation_mode.as_deref(),
+                            count: s.count,
+                            admin_access: None,
+                            tolerations: s.tolerations.as_deref().unwrap_or_default(),
+                            capacity: s.capacity.as_ref().and_then(|c| c.requests.as_ref()),
+                        },
+                    )
+                })
+                .collect(),
+        ),
+        (_, Some(exact)) => RequestBody::Exact(prepare_exact(index, &request.name, exact)),
+        _ => RequestBody::Unknown,
+    };
+    PreparedRequest {
+        name: request.name.clone(),
+        body,
+    }
+}
+
+fn prepare_exact(index: &Index, name: &str, exact: &ExactDeviceRequest) -> RequestSpec {
+    prepare_spec(
+        index,
+        SpecFields {
+            name,
+            class_name: &exact.device_class_name,
+            selectors: exact.selectors.as_deref().unwrap_or_default(),
+            mode: exact.allocation_mode.as_deref(),
+            count: exact.count,
+            admin_access: exact.admin_access,
+            tolerations: exact.tolerations.as_deref().unwrap_or_default(),
+            capacity: exact.capacity.as_ref().and_then(|c| c.requests.as_ref()),
+        },
+    )
+}
+
+struct SpecFields<'a> {
+    name: &'a str,
+    class_name: &'a str,
+    selectors: &'a [k8s_openapi::api::resource::v1::DeviceSelector],
+    mode: Option<&'a str>,
+    count: Option<i64>,
+    admin_access: Option<bool>,
+    tolerations: &'a [DeviceToleration],
+    capacity: Option<&'a BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>,
+}
+
+fn prepare_spec(index: &Index, fields: SpecFields<'_>) -> RequestSpec {
+    let class = index.class(fields.class_name);
+    let empty_selector = fields.selectors.iter().position(|s| s.cel.is_none());
+    let expressions: Vec<String> = fields
+        .selectors
+        .iter()
+        .map(|s| s.cel.as_ref().map(|c| c.expression.clone()).unwrap_or_default())
+        .collect();
+    let selector_set = match (class, empty_selector) {
+        (Some(class), None) => Some(index.selectors.intern(index, class, &expressions)),
+        _ => None,
+    };
+    let mode = match fields.mode {
+        None | Some("ExactCount") => AllocationMode::ExactCount,
+        Some("All") => AllocationMode::All,
+        Some(other) => AllocationMode::Unsupported(other.to_string()),
+    };
+    let capacity = fields
+        .capacity
+        .map(|requests| {
+            requests
+                .iter()
+                .map(|(name, q)| {
+                    Quantity::parse(&q.0)
+                        .map(|v| (name.clone(), v))
+                        .map_err(|e| format!("capacity request {name}: {e}"))
+                })
+                .collect::<Result<BTreeMap<_, _>, _>>()
+        })
+        .transpose();
+    RequestSpec {
+        name: fields.name.to_string(),
+        class_name: fields.class_name.to_string(),
+        class,
+        selector_set,
+        empty_selector,
+        mode,
+        count: fields.count.unwrap_or(1),
+        admin_access: fields.admin_access,
+        tolerations: fields.tolerations.to_vec(),
+        capacity,
+    }
+}

@@ -1,0 +1,594 @@
+//! The snapshot index: everything about the cluster that does not change while pods are
+//! scheduled, organised once so that every `allocate` call is cheap.
+//!
+//! * Devices get a dense [`DeviceKey`] per `(driver, pool, device)` name triple (the identity
+//!   upstream uses for "in use"), and every device *entry* (a device in one slice; the same key
+//!   can appear in several slices, e.g. old generations) gets a [`DeviceIdx`].
+//! * Slices keep their input order; pools are looked up by `(driver, pool)`.
+//! * The per-node pool list (upstream `GatherPools`) is computed on first use and cached.
+//! * Selector results are cached per (selector set, device entry) for the whole snapshot in
+//!   [`crate::selectors`], so no CEL expression is evaluated twice for the same device.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use dra_types::Quantity;
+use k8s_openapi::api::core::v1::{Node, NodeSelector};
+use k8s_openapi::api::resource::v1::{
+    DeviceAttribute, DeviceClass, DeviceClassConfiguration, DeviceTaint, DeviceTaintRule,
+    ResourceSlice,
+};
+
+use crate::Features;
+use crate::node_selector::NodeFacts;
+use crate::pools::NodePools;
+use crate::selectors::SelectorCache;
+
+/// Dense identity of a `(driver, pool, device)` name triple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceKey(pub u32);
+
+/// One device entry: a device in one specific slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DeviceIdx(pub u32);
+
+/// A slice in input order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SliceIdx(pub u32);
+
+/// A node of the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NodeId(pub u32);
+
+/// A DeviceClass of the snapshot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClassId(pub u32);
+
+/// An attribute value as the allocator compares it in constraints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttrValue {
+    Int(i64),
+    Bool(bool),
+    String(String),
+    Version(String),
+    /// A value the allocator cannot compare (list attributes while `ListTypeAttributes` is off,
+    /// or an attribute without any value).
+    Other,
+}
+
+impl AttrValue {
+    fn from_api(attribute: &DeviceAttribute) -> AttrValue {
+        // List fields win over scalar ones when both are set (as upstream's accessor does), and
+        // the incubating allocator cannot compare lists.
+        if attribute.ints.is_some()
+            || attribute.bools.is_some()
+            || attribute.strings.is_some()
+            || attribute.versions.is_some()
+        {
+            return AttrValue::Other;
+        }
+        if let Some(v) = &attribute.string {
+            AttrValue::String(v.clone())
+        } else if let Some(v) = attribute.int {
+            AttrValue::Int(v)
+        } else if let Some(v) = attribute.bool {
+            AttrValue::Bool(v)
+        } else if let Some(v) = &attribute.version {
+            AttrValue::Version(v.clone())
+        } else {
+            AttrValue::Other
+        }
+    }
+}
+
+/// A capacity of a device with its request policy, parsed.
+#[derive(Debug, Clone)]
+pub struct Capacity {
+    pub value: Quantity,
+    pub policy: Option<RequestPolicy>,
+}
+
+/// `CapacityRequestPolicy`, parsed.
+#[derive(Debug, Clone)]
+pub struct RequestPolicy {
+    pub default: Option<Quantity>,
+    pub valid_values: Option<Vec<Quantity>>,
+    pub valid_range: Option<ValidRange>,
+}
+
+/// `CapacityRequestPolicyRange`, parsed.
+#[derive(Debug, Clone)]
+pub struct ValidRange {
+    pub min: Quantity,
+    pub max: Option<Quantity>,
+    pub step: Option<Quantity>,
+}
+
+/// One `consumesCounters` entry.
+#[derive(Debug, Clone)]
+pub struct CounterConsumption {
+    pub counter_set: String,
+    pub counters: Vec<(String, Quantity)>,
+}
+
+/// One device entry with everything the allocator needs, parsed once.
+#[derive(Debug)]
+pub struct DeviceEntry {
+    pub key: DeviceKey,
+    pub slice: SliceIdx,
+    pub name: String,
+    pub attributes: BTreeMap<String, AttrValue>,
+    pub capacity: BTreeMap<String, Capacity>,
+    pub consumes_counters: Vec<CounterConsumption>,
+    /// Taints of the slice followed by taints from matching DeviceTaintRules.
+    pub taints: Vec<DeviceTaint>,
+    /// `None` and `Some(empty)` differ upstream: a pool "has binding conditions" when any
+    /// node-targeting device has a non-nil list.
+    pub binding_conditions: Option<Vec<String>>,
+    pub binding_failure_conditions: Option<Vec<String>>,
+    pub binds_to_node: bool,
+    pub allow_multiple_allocations: bool,
+    pub node_name: Option<String>,
+    pub all_nodes: bool,
+    pub node_selector: Option<NodeSelector>,
+    /// The source device, for CEL input construction on first use.
+    pub(crate) cel_input: OnceLock<dra_cel::DeviceInput>,
+    pub(crate) raw_attributes: BTreeMap<String, DeviceAttribute>,
+    pub(crate) raw_capacity: Vec<(String, Quantity)>,
+}
+
+impl DeviceEntry {
+    /// `lookupAttribute`: the fully qualified name, else the bare id when the domain is the
+    /// device's driver.
+    pub fn lookup_attribute(&self, driver: &str, fully_qualified: &str) -> Option<&AttrValue> {
+        if let Some(value) = self.attributes.get(fully_qualified) {
+            return Some(value);
+        }
+        let (domain, id) = fully_qualified.split_once('/')?;
+        if domain != driver {
+            return None;
+        }
+        self.attributes.get(id)
+    }
+}
+
+/// How a slice selects nodes.
+#[derive(Debug, Clone)]
+pub enum SliceNodeSelection {
+    NodeName(String),
+    AllNodes,
+    Selector(NodeSelector),
+    PerDevice,
+    /// None of the known fields is set (some future extension): upstream ignores the slice.
+    Unknown,
+}
+
+/// A counter set with parsed values.
+#[derive(Debug, Clone)]
+pub struct CounterSetEntry {
+    pub name: String,
+    pub counters: BTreeMap<String, Quantity>,
+}
+
+/// One ResourceSlice, parsed.
+#[derive(Debug)]
+pub struct SliceEntry {
+    pub name: String,
+    pub driver: String,
+    pub pool: String,
+    pub generation: i64,
+    pub resource_slice_count: i64,
+    /// The raw `spec.nodeName` (upstream distinguishes nil from "" in one place).
+    pub node_name_field: Option<String>,
+    pub node_selector_field: Option<NodeSelector>,
+    pub selection: SliceNodeSelection,
+    pub per_device_node_selection_field: bool,
+    pub shared_counters: Vec<CounterSetEntry>,
+    pub devices: std::ops::Range<u32>,
+}
+
+/// A DeviceClass, reduced to what allocation uses.
+#[derive(Debug)]
+pub struct ClassEntry {
+    pub name: String,
+    pub selectors: Vec<Option<String>>,
+    pub config: Vec<DeviceClassConfiguration>,
+}
+
+/// A node of the snapshot.
+#[derive(Debug)]
+pub struct NodeEntry {
+    pub facts: NodeFacts,
+}
+
+/// A value in the input that the allocator cannot parse (e.g. a malformed quantity in a slice).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ResourceSlice {slice}: {field}: {message}")]
+pub struct IndexError {
+    pub slice: String,
+    pub field: String,
+    pub message: String,
+}
+
+/// Borrowed inputs for [`Index::build`].
+#[derive(Debug, Default, Clone)]
+pub struct IndexInput<'a> {
+    pub nodes: Vec<&'a Node>,
+    pub slices: Vec<&'a ResourceSlice>,
+    pub classes: Vec<&'a DeviceClass>,
+    pub taint_rules: Vec<&'a DeviceTaintRule>,
+}
+
+/// Options for [`Index::build`].
+#[derive(Debug, Clone, Default)]
+pub struct IndexOptions {
+    pub features: Features,
+}
+
+/// The immutable, shareable index of one cluster snapshot. `Sync`: many threads may allocate
+/// against it at once; its caches fill lazily and deterministically.
+#[derive(Debug)]
+pub struct Index {
+    pub(crate) features: Features,
+    pub(crate) nodes: Vec<NodeEntry>,
+    node_by_name: HashMap<String, NodeId>,
+    pub(crate) slices: Vec<SliceEntry>,
+    pub(crate) devices: Vec<DeviceEntry>,
+    key_names: Vec<(Arc<str>, Arc<str>, Arc<str>)>,
+    key_by_name: HashMap<(Arc<str>, Arc<str>, Arc<str>), DeviceKey>,
+    pub(crate) slices_on_node: HashMap<String, Vec<SliceIdx>>,
+    pub(crate) slices_shared: Vec<SliceIdx>,
+    pub(crate) slices_by_pool: HashMap<(String, String), Vec<SliceIdx>>,
+    pub(crate) classes: Vec<ClassEntry>,
+    class_by_name: HashMap<String, ClassId>,
+    pub(crate) node_pools: Vec<OnceLock<Result<Arc<NodePools>, String>>>,
+    pub(crate) selectors: SelectorCache,
+    /// CEL in the scheduler's environment (stored expressions, no cost estimation).
+    pub(crate) compiler: dra_cel::Compiler,
+}
+
+fn parse_quantity(
+    slice: &str,
+    field: impl FnOnce() -> String,
+    q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+) -> Result<Quantity, IndexError> {
+    Quantity::parse(&q.0).map_err(|e| IndexError {
+        slice: slice.to_string(),
+        field: field(),
+        message: e.to_string(),
+    })
+}
+
+impl Index {
+    /// Indexes a snapshot. Fails only on values that cannot be parsed (quantities); API
+    /// validation (`dra-api`) reports those with file and line before this is called.
+    pub fn build(input: &IndexInput<'_>, options: &IndexOptions) -> Result<Index, IndexError> {
+        let mut index = Index {
+            features: options.features,
+            nodes: Vec::new(),
+            node_by_name: HashMap::new(),
+            slices: Vec::new(),
+            devices: Vec::new(),
+            key_names: Vec::new(),
+            key_by_name: HashMap::new(),
+            slices_on_node: HashMap::new(),
+            slices_shared: Vec::new(),
+            slices_by_pool: HashMap::new(),
+            classes: Vec::new(),
+            class_by_name: HashMap::new(),
+            node_pools: Vec::new(),
+            selectors: SelectorCache::default(),
+            compiler: dra_cel::Compiler::default(),
+        };
+        for node in &input.nodes {
+            let name = node.metadata.name.clone().unwrap_or_default();
+            let id = NodeId(index.nodes.len() as u32);
+            // The first object wins a duplicate name; the loader reports duplicates.
+            index.node_by_name.entry(name.clone()).or_insert(id);
+            index.nodes.push(NodeEntry {
+                facts: NodeFacts {
+                    name,
+                    labels: node.metadata.labels.clone().unwrap_or_default(),
+                },
+            });
+        }
+        index.node_pools = (0..index.nodes.len()).map(|_| OnceLock::new()).collect();
+        for class in &input.classes {
+            let name = class.metadata.name.clone().unwrap_or_default();
+            let spec = class.spec.as_ref();
+            let id = ClassId(index.classes.len() as u32);
+            index.class_by_name.entry(name.clone()).or_insert(id);
+            index.classes.push(ClassEntry {
+                name,
+                selectors: spec
+                    .and_then(|s| s.selectors.as_ref())
+                    .map(|selectors| {
+                        selectors
+                            .iter()
+                            .map(|s| s.cel.as_ref().map(|c| c.expression.clone()))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                config: spec.and_then(|s| s.config.clone()).unwrap_or_default(),
+            });
+        }
+        for slice in &input.slices {
+            index.add_slice(slice, &input.taint_rules)?;
+        }
+        Ok(index)
+    }
+
+    fn intern_key(&mut self, driver: &str, pool: &str, device: &str) -> DeviceKey {
+        let probe: (Arc<str>, Arc<str>, Arc<str>) = (driver.into(), pool.into(), device.into());
+        if let Some(key) = self.key_by_name.get(&probe) {
+            return *key;
+        }
+        let key = DeviceKey(self.key_names.len() as u32);
+        self.key_names.push(probe.clone());
+        self.key_by_name.insert(probe, key);
+        key
+    }
+
+    fn add_slice(
+        &mut self,
+        slice: &ResourceSlice,
+        taint_rules: &[&DeviceTaintRule],
+    ) -> Result<(), IndexError> {
+        let spec = &slice.spec;
+        let slice_name = slice.metadata.name.clone().unwrap_or_default();
+        let idx = SliceIdx(self.slices.len() as u32);
+        let node_name = spec.node_name.clone().unwrap_or_default();
+        let selection = if !node_name.is_empty() {
+            SliceNodeSelection::NodeName(node_name.clone())
+        } else if spec.all_nodes == Some(true) {
+            SliceNodeSelection::AllNodes
+        } else if let Some(selector) = &spec.node_selector {
+            SliceNodeSelection::Selector(selector.clone())
+        } else if spec.per_device_node_selection == Some(true) {
+            SliceNodeSelection::PerDevice
+        } else {
+            SliceNodeSelection::Unknown
+        };
+        let mut shared_counters = Vec::new();
+        for (i, set) in spec.shared_counters.iter().flatten().enumerate() {
+            let mut counters = BTreeMap::new();
+            for (name, counter) in &set.counters {
+                let value = parse_quantity(
+                    &slice_name,
+                    || format!("spec.sharedCounters[{i}].counters[{name:?}].value"),
+                    &counter.value,
+                )?;
+                counters.insert(name.clone(), value);
+            }
+            shared_counters.push(CounterSetEntry {
+                name: set.name.clone(),
+                counters,
+            });
+        }
+        let start = self.devices.len() as u32;
+        for (d, device) in spec.devices.iter().flatten().enumerate() {
+            let key = self.intern_key(&spec.driver, &spec.pool.name, &device.name);
+            let mut capacity = BTreeMap::new();
+            let mut raw_capacity = Vec::new();
+            for (name, cap) in device.capacity.iter().flatten() {
+                let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
+                let value = parse_quantity(&slice_name, || field(".value"), &cap.value)?;
+                let policy = match &cap.request_policy {
+                    None => None,
+                    Some(policy) => Some(RequestPolicy {
+                        default: policy
+                            .default
+                            .as_ref()
+                            .map(|q| parse_quantity(&slice_name, || field(".requestPolicy.default"), q))
+                            .transpose()?,
+                        valid_values: policy
+                            .valid_values
+                            .as_ref()
+                            .map(|values| {
+                                values
+                                    .iter()
+                                    .map(|q| {
+                                        parse_quantity(
+                                            &slice_name,
+                                            || field(".requestPolicy.validValues"),
+                                            q,
+                                        )
+                                    })
+                                    .collect::<Result<Vec<_>, _>>()
+                            })
+                            .transpose()?,
+                        valid_range: match &policy.valid_range {
+                            None => None,
+                            Some(range) => Some(ValidRange {
+                                min: parse_quantity(
+                                    &slice_name,
+                                    || field(".requestPolicy.validRange.min"),
+                                    &range.min,
+                                )?,
+                                max: range
+                                    .max
+                                    .as_ref()
+                                    .map(|q| {
+                                        parse_quantity(
+                                            &slice_name,
+                                            || field(".requestPolicy.validRange.max"),
+                                            q,
+                                        )
+                                    })
+                                    .transpose()?,
+                                step: range
+                                    .step
+                                    .as_ref()
+                                    .map(|q| {
+                                        parse_quantity(
+                                            &slice_name,
+                                            || field(".requestPolicy.validRange.step"),
+                                            q,
+                                        )
+                                    })
+                                    .transpose()?,
+                            }),
+                        },
+                    }),
+                };
+                raw_capacity.push((name.clone(), value.clone()));
+                capacity.insert(name.clone(), Capacity { value, policy });
+            }
+            let mut consumes_counters = Vec::new();
+            for (c, consumption) in device.consumes_counters.iter().flatten().enumerate() {
+                let mut counters = Vec::new();
+                for (name, counter) in &consumption.counters {
+                    let value = parse_quantity(
+                        &slice_name,
+                        || format!("spec.devices[{d}].consumesCounters[{c}].counters[{name:?}].value"),
+                        &counter.value,
+                    )?;
+                    counters.push((name.clone(), value));
+                }
+                consumes_counters.push(CounterConsumption {
+                    counter_set: consumption.counter_set.clone(),
+                    counters,
+                });
+            }
+            let mut taints = device.taints.clone().unwrap_or_default();
+            for rule in taint_rules {
+                if taint_rule_selects(rule, &spec.driver, &spec.pool.name, &device.name) {
+                    taints.push(rule.spec.taint.clone());
+                }
+            }
+            let raw_attributes = device.attributes.clone().unwrap_or_default();
+            self.devices.push(DeviceEntry {
+                key,
+                slice: idx,
+                name: device.name.clone(),
+                attributes: raw_attributes
+                    .iter()
+                    .map(|(k, v)| (k.clone(), AttrValue::from_api(v)))
+                    .collect(),
+                capacity,
+                consumes_counters,
+                taints,
+                binding_conditions: device.binding_conditions.clone(),
+                binding_failure_conditions: device.binding_failure_conditions.clone(),
+                binds_to_node: device.binds_to_node == Some(true),
+                allow_multiple_allocations: device.allow_multiple_allocations == Some(true),
+                node_name: device.node_name.clone(),
+                all_nodes: device.all_nodes == Some(true),
+                node_selector: device.node_selector.clone(),
+                cel_input: OnceLock::new(),
+                raw_attributes,
+                raw_capacity,
+            });
+        }
+        let end = self.devices.len() as u32;
+        if node_name.is_empty() {
+            self.slices_shared.push(idx);
+        } else {
+            self.slices_on_node.entry(node_name).or_default().push(idx);
+        }
+        self.slices_by_pool
+            .entry((spec.driver.clone(), spec.pool.name.clone()))
+            .or_default()
+            .push(idx);
+        self.slices.push(SliceEntry {
+            name: slice_name,
+            driver: spec.driver.clone(),
+            pool: spec.pool.name.clone(),
+            generation: spec.pool.generation,
+            resource_slice_count: spec.pool.resource_slice_count,
+            node_name_field: spec.node_name.clone(),
+            node_selector_field: spec.node_selector.clone(),
+            selection,
+            per_device_node_selection_field: spec.per_device_node_selection == Some(true),
+            shared_counters,
+            devices: start..end,
+        });
+        Ok(())
+    }
+
+    /// The node with this name.
+    pub fn node(&self, name: &str) -> Option<NodeId> {
+        self.node_by_name.get(name).copied()
+    }
+
+    /// All nodes in input order.
+    pub fn node_ids(&self) -> impl Iterator<Item = NodeId> + '_ {
+        (0..self.nodes.len() as u32).map(NodeId)
+    }
+
+    /// Name and labels of a node.
+    pub fn node_facts(&self, node: NodeId) -> &NodeFacts {
+        &self.nodes[node.0 as usize].facts
+    }
+
+    /// The class with this name.
+    pub fn class(&self, name: &str) -> Option<ClassId> {
+        self.class_by_name.get(name).copied()
+    }
+
+    pub fn class_entry(&self, class: ClassId) -> &ClassEntry {
+        &self.classes[class.0 as usize]
+    }
+
+    /// The key of a device name triple, if any slice has such a device.
+    pub fn device_key(&self, driver: &str, pool: &str, device: &str) -> Option<DeviceKey> {
+        let probe: (Arc<str>, Arc<str>, Arc<str>) = (driver.into(), pool.into(), device.into());
+        self.key_by_name.get(&probe).copied()
+    }
+
+    /// `(driver, pool, device)` of a key.
+    pub fn key_names(&self, key: DeviceKey) -> (&str, &str, &str) {
+        let (driver, pool, device) = &self.key_names[key.0 as usize];
+        (driver, pool, device)
+    }
+
+    /// Number of distinct device keys.
+    pub fn num_device_keys(&self) -> usize {
+        self.key_names.len()
+    }
+
+    pub fn device(&self, idx: DeviceIdx) -> &DeviceEntry {
+        &self.devices[idx.0 as usize]
+    }
+
+    pub fn slice(&self, idx: SliceIdx) -> &SliceEntry {
+        &self.slices[idx.0 as usize]
+    }
+
+    /// Every device entry, in slice input order.
+    pub fn device_entries(&self) -> impl Iterator<Item = (DeviceIdx, &DeviceEntry)> {
+        self.devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (DeviceIdx(i as u32), d))
+    }
+
+    /// All slices in input order.
+    pub fn slice_entries(&self) -> impl Iterator<Item = (SliceIdx, &SliceEntry)> {
+        self.slices
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (SliceIdx(i as u32), s))
+    }
+
+    /// The CEL view of a device entry, built on first use.
+    pub(crate) fn cel_input(&self, idx: DeviceIdx) -> &dra_cel::DeviceInput {
+        let device = &self.devices[idx.0 as usize];
+        device.cel_input.get_or_init(|| {
+            let driver = &self.slices[device.slice.0 as usize].driver;
+            crate::selectors::build_cel_input(driver, device)
+        })
+    }
+}
+
+/// Whether a DeviceTaintRule's selector picks a device. A rule without a selector selects
+/// nothing (the API documentation; the scheduler's slice tracker of mid-2026 treated it as
+/// "all devices", a discrepancy SPEC.md §5.1 records).
+pub fn taint_rule_selects(rule: &DeviceTaintRule, driver: &str, pool: &str, device: &str) -> bool {
+    let Some(selector) = &rule.spec.device_selector else {
+        return false;
+    };
+    selector.driver.as_deref().is_none_or(|d| d == driver)
+        && selector.pool.as_deref().is_none_or(|p| p == pool)
+        && selector.device.as_deref().is_none_or(|n| n == device)
+}

@@ -1,0 +1,257 @@
+//! Turning the picks of a successful search into `AllocationResult`s (SPEC.md §3.14):
+//! device results in pick order, class and claim configuration, and the node selector.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult,
+    DeviceRequestAllocationResult,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
+
+use crate::claims::{PreparedClaim, RequestBody};
+use crate::search::{Pick, Search};
+
+/// Builds the results of all claims; an error is upstream's fatal node-selector error.
+pub(crate) fn build_results(search: &Search<'_>) -> Result<Vec<AllocationResult>, String> {
+    let mut results = Vec::with_capacity(search.claims.len());
+    for (c, claim) in search.claims.iter().enumerate() {
+        let picks = &search.picks[c];
+        let devices: Vec<DeviceRequestAllocationResult> = picks
+            .iter()
+            .enumerate()
+            .map(|(i, pick)| device_result(search, claim, i, pick))
+            .collect();
+        let config = build_config(search, c, claim);
+        let node_selector = create_node_selector(search, picks)
+            .map_err(|e| format!("create NodeSelector for claim {}: {e}", claim.name))?;
+        results.push(AllocationResult {
+            allocation_timestamp: None,
+            devices: Some(DeviceAllocationResult {
+                results: Some(devices),
+                config: if config.is_empty() { None } else { Some(config) },
+            }),
+            node_selector,
+        });
+    }
+    Ok(results)
+}
+
+fn device_result(
+    search: &Search<'_>,
+    claim: &PreparedClaim,
+    position: usize,
+    pick: &Pick,
+) -> DeviceRequestAllocationResult {
+    let index = search.index;
+    let data = &search.requests[pick.claim][pick.request][pick.sub];
+    let entry = index.device(pick.device);
+    let (driver, pool, device) = index.key_names(entry.key);
+    let share_id = (index.features.consumable_capacity && entry.allow_multiple_allocations)
+        .then(|| share_id(claim, position, driver, pool, device));
+    let binding = index.features.device_binding_and_status;
+    DeviceRequestAllocationResult {
+        request: data.request_name(),
+        driver: driver.to_string(),
+        pool: pool.to_string(),
+        device: device.to_string(),
+        admin_access: data.spec.admin().then_some(true),
+        tolerations: if data.spec.tolerations.is_empty() {
+            None
+        } else {
+            Some(data.spec.tolerations.clone())
+        },
+        share_id,
+        consumed_capacity: pick.consumed_capacity.as_ref().map(|consumed| {
+            consumed
+                .iter()
+                .map(|(name, q)| (name.clone(), WireQuantity(q.to_canonical_string())))
+                .collect::<BTreeMap<_, _>>()
+        }),
+        binding_conditions: if binding { entry.binding_conditions.clone() } else { None },
+        binding_failure_conditions: if binding {
+            entry.binding_failure_conditions.clone()
+        } else {
+            None
+        },
+        skip_node_operations: None,
+    }
+}
+
+/// A share ID for a shared device. Upstream draws a random UUID; a simulation must be
+/// reproducible, so ours is derived from the claim, the result position and the device, and
+/// formatted like a version-4 UUID.
+fn share_id(claim: &PreparedClaim, position: usize, driver: &str, pool: &str, device: &str) -> String {
+    let text = format!(
+        "{}\0{}\0{position}\0{driver}\0{pool}\0{device}",
+        claim.namespace, claim.name
+    );
+    let hi = fnv1a64(text.as_bytes(), 0xcbf2_9ce4_8422_2325);
+    let lo = fnv1a64(text.as_bytes(), 0x8422_2325_cbf2_9ce4);
+    let hi = (hi & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
+    let lo = (lo & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
+}
+
+fn fnv1a64(bytes: &[u8], seed: u64) -> u64 {
+    bytes.iter().fold(seed, |hash, b| {
+        (hash ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The name a request is known by in this allocation: its own name, or `req/sub` for the
+/// selected subrequest.
+fn allocated_request_names(search: &Search<'_>, c: usize, claim: &PreparedClaim) -> Vec<(String, Option<String>)> {
+    claim
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(r, request)| match &request.body {
+            RequestBody::FirstAvailable(subs) => {
+                let selected = search.selected_sub[c][r];
+                (
+                    request.name.clone(),
+                    subs.get(selected)
+                        .map(|s| format!("{}/{}", request.name, s.name)),
+                )
+            }
+            _ => (request.name.clone(), None),
+        })
+        .collect()
+}
+
+fn build_config(search: &Search<'_>, c: usize, claim: &PreparedClaim) -> Vec<DeviceAllocationConfiguration> {
+    let index = search.index;
+    let mut config: Vec<DeviceAllocationConfiguration> = Vec::new();
+    // Class configuration: once per class, with the names of all requests that used it.
+    let mut class_ranges: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
+    for (r, _) in claim.requests.iter().enumerate() {
+        let data = &search.requests[c][r][search.selected_sub[c][r]];
+        let name = data.request_name();
+        if let Some((start, end)) = class_ranges.get(&data.class.0) {
+            for entry in &mut config[*start..*end] {
+                entry.requests.get_or_insert_with(Vec::new).push(name.clone());
+            }
+            continue;
+        }
+        let start = config.len();
+        for class_config in &index.class_entry(data.class).config {
+            config.push(DeviceAllocationConfiguration {
+                source: "FromClass".to_string(),
+                requests: Some(vec![name.clone()]),
+                opaque: class_config.opaque.clone(),
+            });
+        }
+        class_ranges.insert(data.class.0, (start, config.len()));
+    }
+    let names = allocated_request_names(search, c, claim);
+    // Claim configuration, when it names an allocated request (or none).
+    for claim_config in &claim.config {
+        let requests = claim_config.requests.as_deref().unwrap_or_default();
+        let include = requests.is_empty()
+            || names.iter().any(|(plain, sub)| {
+                requests.contains(plain) || sub.as_ref().is_some_and(|s| requests.contains(s))
+            });
+        if include {
+            config.push(DeviceAllocationConfiguration {
+                source: "FromClaim".to_string(),
+                requests: claim_config.requests.clone(),
+                opaque: claim_config.opaque.clone(),
+            });
+        }
+    }
+    // An entry that covers every request of the claim applies to all: `requests` empty.
+    for entry in &mut config {
+        let Some(requests) = &entry.requests else {
+            continue;
+        };
+        if requests.is_empty() {
+            continue;
+        }
+        let covers_all = names.iter().all(|(plain, sub)| {
+            requests.contains(plain) || sub.as_ref().is_some_and(|s| requests.contains(s))
+        });
+        if covers_all {
+            entry.requests = None;
+        }
+    }
+    config
+}
+
+/// `createNodeSelector`.
+fn create_node_selector(search: &Search<'_>, picks: &[Pick]) -> Result<Option<NodeSelector>, String> {
+    let index = search.index;
+    let mut fields: Vec<NodeSelectorRequirement> = Vec::new();
+    let mut expressions: Vec<NodeSelectorRequirement> = Vec::new();
+    for pick in picks {
+        let entry = index.device(pick.device);
+        let slice = index.slice(entry.slice);
+        let (node_name, selector) = if slice.per_device_node_selection_field {
+            (entry.node_name.as_ref(), entry.node_selector.as_ref())
+        } else {
+            (slice.node_name_field.as_ref(), slice.node_selector_field.as_ref())
+        };
+        if node_name.is_some() || entry.binds_to_node {
+            return Ok(Some(NodeSelector {
+                node_selector_terms: vec![NodeSelectorTerm {
+                    match_expressions: None,
+                    match_fields: Some(vec![NodeSelectorRequirement {
+                        key: "metadata.name".to_string(),
+                        operator: "In".to_string(),
+                        values: Some(vec![search.node.name.clone()]),
+                    }]),
+                }],
+            }));
+        }
+        if let Some(selector) = selector {
+            match selector.node_selector_terms.len() {
+                0 => {}
+                1 => {
+                    let term = &selector.node_selector_terms[0];
+                    add_new_requirements(term.match_fields.as_deref().unwrap_or_default(), &mut fields);
+                    add_new_requirements(
+                        term.match_expressions.as_deref().unwrap_or_default(),
+                        &mut expressions,
+                    );
+                }
+                n => {
+                    return Err(format!(
+                        "unsupported ResourceSlice.NodeSelector with {n} terms"
+                    ));
+                }
+            }
+        }
+    }
+    if fields.is_empty() && expressions.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(NodeSelector {
+        node_selector_terms: vec![NodeSelectorTerm {
+            match_expressions: (!expressions.is_empty()).then_some(expressions),
+            match_fields: (!fields.is_empty()).then_some(fields),
+        }],
+    }))
+}
+
+fn add_new_requirements(from: &[NodeSelectorRequirement], to: &mut Vec<NodeSelectorRequirement>) {
+    for requirement in from {
+        let values: std::collections::BTreeSet<&String> =
+            requirement.values.iter().flatten().collect();
+        let present = to.iter().any(|existing| {
+            existing.key == requirement.key
+                && existing.operator == requirement.operator
+                && existing.values.iter().flatten().collect::<std::collections::BTreeSet<_>>() == values
+        });
+        if !present {
+            to.push(requirement.clone());
+        }
+    }
+}

@@ -1,0 +1,997 @@
+//! The depth-first search of upstream's incubating allocator (`allocateOne`, `allocateDevice`,
+//! SPEC.md §3.4–§3.13), reproduced step for step so that the first solution found is the same.
+//!
+//! What differs is only how cheaply each step is answered: selector results come from the
+//! snapshot-wide cache, "in use" from counters indexed by [`DeviceKey`], and per-call state
+//! lives in small vectors that are undone explicitly instead of through closures.
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+use dra_types::Quantity;
+use k8s_openapi::api::resource::v1::DeviceToleration;
+
+use crate::claims::{AllocationMode, ConstraintSpec, PreparedClaim, RequestBody, RequestSpec};
+use crate::index::{AttrValue, Capacity, ClassId, DeviceIdx, DeviceKey, Index, RequestPolicy};
+use crate::node_selector::NodeFacts;
+use crate::pools::{NodePools, node_matches};
+use crate::quantity;
+use crate::selectors::{Match, SelectorOrigin};
+use crate::state::AllocatedState;
+
+/// `AllocationResultsMaxSize`.
+pub(crate) const MAX_RESULTS: i64 = 32;
+
+/// Why the search stopped early.
+#[derive(Debug)]
+pub(crate) enum Stop {
+    /// `errAllocationResultMaxSizeExceeded`: handled inside the search.
+    MaxSizeExceeded,
+    /// A fatal error with upstream's message.
+    Fatal(String),
+}
+
+/// One request or subrequest as the search sees it (upstream `requestData`).
+#[derive(Debug)]
+pub(crate) struct RequestData<'a> {
+    pub spec: &'a RequestSpec,
+    /// Name of the parent request for subrequests.
+    pub parent: Option<&'a str>,
+    pub class: ClassId,
+    pub num_devices: i64,
+    /// The devices of an `All` request, in pool order: (pool index, device).
+    pub all_devices: Vec<(usize, DeviceIdx)>,
+}
+
+impl RequestData<'_> {
+    pub fn request_name(&self) -> String {
+        match self.parent {
+            Some(parent) => format!("{parent}/{}", self.spec.name),
+            None => self.spec.name.clone(),
+        }
+    }
+}
+
+/// A picked device (upstream `internalDeviceResult`).
+#[derive(Debug, Clone)]
+pub(crate) struct Pick {
+    pub claim: usize,
+    pub request: usize,
+    pub sub: usize,
+    pub device: DeviceIdx,
+    pub pool: usize,
+    pub consumed_capacity: Option<BTreeMap<String, Quantity>>,
+    /// Whether the pick recorded the device in `allocating` (non-shared devices).
+    exclusive: bool,
+    /// Whether the pick added to `consumed_counters`.
+    counted: bool,
+    /// Whether the pick added to `allocating_capacity`.
+    capacity_added: bool,
+}
+
+#[derive(Debug)]
+enum ConstraintState {
+    Match {
+        requests: Vec<String>,
+        attribute: String,
+        value: Option<AttrValue>,
+        count: usize,
+    },
+    Distinct {
+        requests: Vec<String>,
+        attribute: String,
+        /// Upstream keys the values seen by *base request name* (SPEC.md §3.11 quirk).
+        values: BTreeMap<String, AttrValue>,
+        count: usize,
+    },
+}
+
+fn constraint_applies(requests: &[String], base: &str, sub: Option<&str>) -> bool {
+    if requests.is_empty() {
+        return true;
+    }
+    if requests.iter().any(|r| r == base) {
+        return true;
+    }
+    // A subrequest is also named by "<request>/<subrequest>".
+    sub.is_some_and(|sub| {
+        requests.iter().any(|r| {
+            r.strip_prefix(base)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .is_some_and(|rest| rest == sub)
+        })
+    })
+}
+
+fn same_kind_equal(a: &AttrValue, b: &AttrValue) -> Option<bool> {
+    match (a, b) {
+        (AttrValue::String(x), AttrValue::String(y)) => Some(x == y),
+        (AttrValue::Int(x), AttrValue::Int(y)) => Some(x == y),
+        (AttrValue::Bool(x), AttrValue::Bool(y)) => Some(x == y),
+        (AttrValue::Version(x), AttrValue::Version(y)) => Some(x == y),
+        (AttrValue::Other, _) => None,
+        _ => Some(false),
+    }
+}
+
+impl ConstraintState {
+    fn new(spec: &ConstraintSpec) -> Option<ConstraintState> {
+        match spec {
+            ConstraintSpec::MatchAttribute { requests, attribute } => Some(ConstraintState::Match {
+                requests: requests.clone(),
+                attribute: attribute.clone(),
+                value: None,
+                count: 0,
+            }),
+            ConstraintSpec::DistinctAttribute { requests, attribute } => {
+                Some(ConstraintState::Distinct {
+                    requests: requests.clone(),
+                    attribute: attribute.clone(),
+                    values: BTreeMap::new(),
+                    count: 0,
+                })
+            }
+            ConstraintSpec::Empty => None,
+        }
+    }
+
+    fn add(&mut self, base: &str, sub: Option<&str>, value: impl Fn(&str) -> Option<AttrValue>) -> bool {
+        match self {
+            ConstraintState::Match {
+                requests,
+                attribute,
+                value: stored,
+                count,
+            } => {
+                if !constraint_applies(requests, base, sub) {
+                    return true;
+                }
+                let Some(v) = value(attribute) else {
+                    return false;
+                };
+                if *count == 0 {
+                    *stored = Some(v);
+                    *count = 1;
+                    return true;
+                }
+                let equal = match (&v, stored.as_ref()) {
+                    (AttrValue::Other, _) | (_, None) => false,
+                    (v, Some(s)) => same_kind_equal(v, s) == Some(true),
+                };
+                if !equal {
+                    return false;
+                }
+                *count += 1;
+                true
+            }
+            ConstraintState::Distinct {
+                requests,
+                attribute,
+                values,
+                count,
+            } => {
+                if !constraint_applies(requests, base, sub) {
+                    return true;
+                }
+                let Some(v) = value(attribute) else {
+                    return false;
+                };
+                if *count == 0 {
+                    values.insert(base.to_string(), v);
+                    *count = 1;
+                    return true;
+                }
+                for stored in values.values() {
+                    match same_kind_equal(&v, stored) {
+                        // Unknown value type of the new device: no match.
+                        None => return false,
+                        Some(true) => return false,
+                        Some(false) => {}
+                    }
+                }
+                values.insert(base.to_string(), v);
+                *count += 1;
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, base: &str, sub: Option<&str>) {
+        match self {
+            ConstraintState::Match { requests, count, .. } => {
+                if constraint_applies(requests, base, sub) {
+                    *count = count.saturating_sub(1);
+                }
+            }
+            ConstraintState::Distinct {
+                requests,
+                values,
+                count,
+                ..
+            } => {
+                if constraint_applies(requests, base, sub) {
+                    values.remove(base);
+                    *count = count.saturating_sub(1);
+                }
+            }
+        }
+    }
+}
+
+/// Counters of one pool: counter set -> counter -> value.
+type CounterSets = BTreeMap<String, BTreeMap<String, Quantity>>;
+
+/// The state of one `Allocate` call.
+pub(crate) struct Search<'a> {
+    pub index: &'a Index,
+    pub state: &'a AllocatedState,
+    pub node: &'a NodeFacts,
+    pub pools: &'a NodePools,
+    pub claims: &'a [&'a PreparedClaim],
+    /// `[claim][request][subrequest]`; exact requests have one entry.
+    pub requests: Vec<Vec<Vec<RequestData<'a>>>>,
+    /// The chosen subrequest per `[claim][request]`.
+    pub selected_sub: Vec<Vec<usize>>,
+    constraints: Vec<Vec<ConstraintState>>,
+    /// Devices picked exclusively in this call, with the claim they were picked for.
+    allocating: Vec<(DeviceKey, usize)>,
+    /// Capacity consumed by shared picks in this call.
+    allocating_capacity: BTreeMap<DeviceKey, BTreeMap<String, Quantity>>,
+    /// Counters consumed by picks in this call, per pool index.
+    consumed_counters: BTreeMap<usize, CounterSets>,
+    /// Counters available per pool index (set values minus allocated devices), on first use.
+    available_counters: BTreeMap<usize, CounterSets>,
+    pub picks: Vec<Vec<Pick>>,
+    pub steps: u64,
+}
+
+impl<'a> Search<'a> {
+    /// Per-claim preprocessing (SPEC.md §3.4), in upstream's order, so the first error is the
+    /// same one upstream reports.
+    pub fn new(
+        index: &'a Index,
+        state: &'a AllocatedState,
+        node: &'a NodeFacts,
+        pools: &'a NodePools,
+        claims: &'a [&'a PreparedClaim],
+    ) -> Result<Search<'a>, String> {
+        let mut search = Search {
+            index,
+            state,
+            node,
+            pools,
+            claims,
+            requests: Vec::with_capacity(claims.len()),
+            selected_sub: Vec::with_capacity(claims.len()),
+            constraints: Vec::with_capacity(claims.len()),
+            allocating: Vec::new(),
+            allocating_capacity: BTreeMap::new(),
+            consumed_counters: BTreeMap::new(),
+            available_counters: BTreeMap::new(),
+            picks: vec![Vec::new(); claims.len()],
+            steps: 0,
+        };
+        for claim in claims {
+            let mut min_devices: i64 = 0;
+            let mut per_request = Vec::with_capacity(claim.requests.len());
+            for request in &claim.requests {
+                match &request.body {
+                    RequestBody::FirstAvailable(subs) => {
+                        let mut min_per_request = i64::MAX;
+                        let mut entries = Vec::with_capacity(subs.len());
+                        for sub in subs {
+                            let data = search.validate_request(claim, sub, Some(&request.name))?;
+                            min_per_request = min_per_request.min(data.num_devices);
+                            entries.push(data);
+                        }
+                        min_devices = min_devices.saturating_add(min_per_request);
+                        per_request.push(entries);
+                    }
+                    RequestBody::Exact(spec) => {
+                        let data = search.validate_request(claim, spec, None)?;
+                        min_devices = min_devices.saturating_add(data.num_devices);
+                        per_request.push(vec![data]);
+                    }
+                    RequestBody::Unknown => {
+                        return Err(format!(
+                            "claim {}, request {}: unknown request type",
+                            claim.display_name(),
+                            request.name
+                        ));
+                    }
+                }
+            }
+            if min_devices > MAX_RESULTS {
+                return Err(format!(
+                    "claim {}: number of requested devices {min_devices} exceeds the claim limit of {MAX_RESULTS}",
+                    claim.display_name()
+                ));
+            }
+            let mut constraints = Vec::with_capacity(claim.constraints.len());
+            for (i, spec) in claim.constraints.iter().enumerate() {
+                match ConstraintState::new(spec) {
+                    Some(c) => constraints.push(c),
+                    None => {
+                        return Err(format!(
+                            "claim {}, constraint #{i}: empty constraint (unsupported constraint type?)",
+                            claim.display_name()
+                        ));
+                    }
+                }
+            }
+            search.selected_sub.push(vec![0; per_request.len()]);
+            search.requests.push(per_request);
+            search.constraints.push(constraints);
+        }
+        Ok(search)
+    }
+
+    fn validate_request(
+        &mut self,
+        claim: &PreparedClaim,
+        spec: &'a RequestSpec,
+        parent: Option<&'a str>,
+    ) -> Result<RequestData<'a>, String> {
+        let claim_name = claim.display_name();
+        if let Some(i) = spec.empty_selector {
+            return Err(format!(
+                "claim {claim_name}, request {}, selector #{i}: CEL expression empty (unsupported selector type?)",
+                spec.name
+            ));
+        }
+        if !self.index.features.admin_access && spec.admin_access.is_some() {
+            return Err(format!(
+                "claim {claim_name}, request {}: admin access is requested, but the feature is disabled",
+                spec.name
+            ));
+        }
+        if spec.class_name.is_empty() {
+            return Err(format!(
+                "claim {claim_name}, request {}: missing device class name (unsupported request type?)",
+                spec.name
+            ));
+        }
+        let Some(class) = spec.class else {
+            return Err(format!(
+                "claim {claim_name}, request {}: could not retrieve device class {}: deviceclass.resource.k8s.io \"{}\" not found",
+                spec.name, spec.class_name, spec.class_name
+            ));
+        };
+        if let Err(e) = &spec.capacity {
+            return Err(format!("claim {claim_name}, request {}: {e}", spec.name));
+        }
+        let mut data = RequestData {
+            spec,
+            parent,
+            class,
+            num_devices: 0,
+            all_devices: Vec::new(),
+        };
+        match &spec.mode {
+            AllocationMode::ExactCount => data.num_devices = spec.count,
+            AllocationMode::All => {
+                for (p, pool) in self.pools.pools.iter().enumerate() {
+                    let pool_id = format!("{}/{}", pool.driver, pool.pool);
+                    if pool.incomplete {
+                        return Err(format!(
+                            "claim {claim_name}, request {}: asks for all devices, but resource pool {pool_id} is currently being updated",
+                            spec.name
+                        ));
+                    }
+                    if pool.invalid.is_some() {
+                        return Err(format!(
+                            "claim {claim_name}, request {}: asks for all devices, but resource pool {pool_id} is currently invalid",
+                            spec.name
+                        ));
+                    }
+                    for &device in &pool.devices {
+                        if !self.is_selectable(claim, &data, device)? {
+                            continue;
+                        }
+                        if self.index.features.consumable_capacity
+                            && self.request_fits_capacity(&data, device) != Some(true)
+                        {
+                            continue;
+                        }
+                        data.all_devices.push((p, device));
+                    }
+                }
+                data.num_devices = data.all_devices.len() as i64;
+            }
+            AllocationMode::Unsupported(mode) => {
+                return Err(format!(
+                    "claim {claim_name}, request {}: unsupported count mode {mode}",
+                    spec.name
+                ));
+            }
+        }
+        Ok(data)
+    }
+
+    /// `isSelectable`: class and request selectors (cached per snapshot), then per-device node
+    /// selection. Devices with binding conditions need the binding-conditions feature.
+    fn is_selectable(
+        &self,
+        claim: &PreparedClaim,
+        data: &RequestData<'_>,
+        device: DeviceIdx,
+    ) -> Result<bool, String> {
+        let entry = self.index.device(device);
+        if !self.index.features.device_binding_and_status
+            && entry.binding_conditions.as_ref().is_some_and(|c| !c.is_empty())
+        {
+            return Ok(false);
+        }
+        let Some(set) = &data.spec.selector_set else {
+            return Ok(false);
+        };
+        match set.set.matches(self.index, device) {
+            Match::Yes => {}
+            Match::No => return Ok(false),
+            Match::Failed(failure) => {
+                let (driver, pool, name) = self.index.key_names(entry.key);
+                let owner = match failure.origin {
+                    SelectorOrigin::Class => {
+                        format!("class {}", self.index.class_entry(data.class).name)
+                    }
+                    SelectorOrigin::Request => format!("claim {}", claim.display_name()),
+                };
+                return Err(if failure.compile {
+                    format!(
+                        "{owner}: selector #{}: CEL compile error: {}",
+                        failure.index, failure.message
+                    )
+                } else {
+                    format!(
+                        "{owner}: selector #{} on device {driver}/{pool}/{name}: CEL runtime error: {}",
+                        failure.index, failure.message
+                    )
+                });
+            }
+        }
+        let slice = self.index.slice(entry.slice);
+        if slice.per_device_node_selection_field {
+            return node_matches(
+                self.node,
+                entry.node_name.as_deref().unwrap_or_default(),
+                entry.all_nodes,
+                entry.node_selector.as_ref(),
+            );
+        }
+        Ok(true)
+    }
+
+    fn device_in_use(&self, key: DeviceKey) -> bool {
+        self.state.is_exclusively_allocated(key) || self.allocating.iter().any(|(k, _)| *k == key)
+    }
+
+    fn allocating_for_claim(&self, key: DeviceKey, claim: usize) -> bool {
+        self.allocating.iter().any(|(k, c)| *k == key && *c == claim)
+    }
+
+    /// `CmpRequestOverCapacity`: `None` is upstream's error (the request names a capacity the
+    /// device lacks), which callers treat as "skip this device".
+    fn request_fits_capacity(&self, data: &RequestData<'_>, device: DeviceIdx) -> Option<bool> {
+        let entry = self.index.device(device);
+        let requests = data.spec.capacity.as_ref().ok().and_then(|c| c.as_ref());
+        if let Some(requests) = requests
+            && requests.keys().any(|name| !entry.capacity.contains_key(name))
+        {
+            return None;
+        }
+        if entry.capacity.is_empty() {
+            return Some(true);
+        }
+        let committed = self.state.aggregated_capacity(entry.key);
+        let allocating = self.allocating_capacity.get(&entry.key);
+        for (name, capacity) in &entry.capacity {
+            let requested = requests.and_then(|r| r.get(name));
+            let consumed = consumed_capacity(requested, capacity);
+            if violates_policy(&consumed, capacity.policy.as_ref()) {
+                return Some(false);
+            }
+            let mut total = match committed.and_then(|c| c.get(name)) {
+                Some(already) => quantity::add(already, &consumed),
+                None => consumed,
+            };
+            if let Some(more) = allocating.and_then(|a| a.get(name)) {
+                total = quantity::add(&total, more);
+            }
+            if total.cmp_value(&capacity.value) == Ordering::Greater {
+                return Some(false);
+            }
+        }
+        Some(true)
+    }
+
+    fn available_counters(&mut self, pool: usize) -> &CounterSets {
+        if !self.available_counters.contains_key(&pool) {
+            let view = &self.pools.pools[pool];
+            let mut available: CounterSets = view
+                .counter_sets
+                .values()
+                .map(|set| (set.name.clone(), set.counters.clone()))
+                .collect();
+            let devices = view.devices.iter().copied().chain(
+                view.not_targeting
+                    .iter()
+                    .flat_map(|s| self.index.slice(*s).devices.clone().map(DeviceIdx)),
+            );
+            for device in devices {
+                let entry = self.index.device(device);
+                if !self.state.is_allocated(entry.key) {
+                    continue;
+                }
+                for consumption in &entry.consumes_counters {
+                    let Some(set) = available.get_mut(&consumption.counter_set) else {
+                        continue;
+                    };
+                    for (name, value) in &consumption.counters {
+                        if let Some(counter) = set.get_mut(name) {
+                            *counter = quantity::sub(counter, value);
+                        }
+                    }
+                }
+            }
+            self.available_counters.insert(pool, available);
+        }
+        &self.available_counters[&pool]
+    }
+
+    /// `checkAvailableCounters`: adds the device's consumption and checks every counter of the
+    /// pool; on failure the consumption is taken back.
+    fn take_counters(&mut self, pool: usize, device: DeviceIdx) -> bool {
+        let index = self.index;
+        let entry = index.device(device);
+        self.available_counters(pool);
+        let consumed = self.consumed_counters.entry(pool).or_default();
+        for consumption in &entry.consumes_counters {
+            let set = consumed.entry(consumption.counter_set.clone()).or_default();
+            for (name, value) in &consumption.counters {
+                match set.get_mut(name) {
+                    Some(total) => *total = quantity::add(total, value),
+                    None => {
+                        set.insert(name.clone(), value.clone());
+                    }
+                }
+            }
+        }
+        let available = &self.available_counters[&pool];
+        let consumed = &self.consumed_counters[&pool];
+        let zero = Quantity::zero();
+        let enough = available.iter().all(|(set_name, counters)| {
+            let used = consumed.get(set_name);
+            counters.iter().all(|(name, avail)| {
+                let used = used.and_then(|u| u.get(name)).unwrap_or(&zero);
+                avail.cmp_value(used) != Ordering::Less
+            })
+        });
+        if !enough {
+            self.release_counters(pool, device);
+        }
+        enough
+    }
+
+    fn release_counters(&mut self, pool: usize, device: DeviceIdx) {
+        let entry = self.index.device(device);
+        if let Some(consumed) = self.consumed_counters.get_mut(&pool) {
+            for consumption in &entry.consumes_counters {
+                if let Some(set) = consumed.get_mut(&consumption.counter_set) {
+                    for (name, value) in &consumption.counters {
+                        if let Some(total) = set.get_mut(name) {
+                            *total = quantity::sub(total, value);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// `allocateOne`.
+    pub fn allocate_one(
+        &mut self,
+        claim: usize,
+        request: usize,
+        sub: usize,
+        device_index: i64,
+        allocate_sub_request: bool,
+        start: (usize, usize),
+    ) -> Result<bool, Stop> {
+        self.steps += 1;
+        if claim >= self.claims.len() {
+            return Ok(true);
+        }
+        if request >= self.requests[claim].len() {
+            return match self.allocate_one(claim + 1, 0, 0, 0, false, (0, 0)) {
+                Err(Stop::MaxSizeExceeded) => Ok(false),
+                other => other,
+            };
+        }
+        let is_sub_request = self.requests[claim][request][sub].parent.is_some();
+        if !allocate_sub_request && is_sub_request {
+            let mut all_exceeded = true;
+            for s in 0..self.requests[claim][request].len() {
+                match self.allocate_one(claim, request, s, device_index, true, (0, 0)) {
+                    Err(Stop::MaxSizeExceeded) => continue,
+                    Err(fatal) => return Err(fatal),
+                    Ok(true) => {
+                        self.selected_sub[claim][request] = s;
+                        return Ok(true);
+                    }
+                    Ok(false) => all_exceeded = false,
+                }
+            }
+            return if all_exceeded {
+                Err(Stop::MaxSizeExceeded)
+            } else {
+                Ok(false)
+            };
+        }
+
+        let data = &self.requests[claim][request][sub];
+        let all = data.spec.mode == AllocationMode::All;
+        if all && data.all_devices.is_empty() {
+            return Ok(false);
+        }
+        if device_index >= data.num_devices {
+            return self.allocate_one(claim, request + 1, 0, 0, false, (0, 0));
+        }
+        let after = self.picks[claim].len() as i64 + data.num_devices - device_index;
+        if after > MAX_RESULTS {
+            return Err(Stop::MaxSizeExceeded);
+        }
+
+        if all {
+            let (pool, device) = data.all_devices[device_index as usize];
+            match self.allocate_device(claim, request, sub, pool, device, true)? {
+                false => return Ok(false),
+                true => {}
+            }
+            let done = self.allocate_one(claim, request, sub, device_index + 1, allocate_sub_request, (0, 0));
+            return match done {
+                Ok(true) => Ok(true),
+                other => {
+                    self.undo_last_pick(claim);
+                    other
+                }
+            };
+        }
+
+        let admin = data.spec.admin();
+        let (start_pool, start_device) = start;
+        for p in start_pool..self.pools.pools.len() {
+            let pool = &self.pools.pools[p];
+            if !pool.usable() {
+                continue;
+            }
+            let first = if p == start_pool { start_device } else { 0 };
+            for position in first..pool.devices.len() {
+                let device = pool.devices[position];
+                let key = self.index.device(device).key;
+                if admin && self.allocating_for_claim(key, claim) {
+                    continue;
+                }
+                if !admin && self.device_in_use(key) {
+                    continue;
+                }
+                let data = &self.requests[claim][request][sub];
+                if !self
+                    .is_selectable(self.claims[claim], data, device)
+                    .map_err(Stop::Fatal)?
+                {
+                    continue;
+                }
+                if self.index.features.consumable_capacity
+                    && self.request_fits_capacity(data, device) != Some(true)
+                {
+                    continue;
+                }
+                if !self.allocate_device(claim, request, sub, p, device, false)? {
+                    continue;
+                }
+                match self.allocate_one(
+                    claim,
+                    request,
+                    sub,
+                    device_index + 1,
+                    allocate_sub_request,
+                    (p, position + 1),
+                ) {
+                    Ok(true) => return Ok(true),
+                    Ok(false) => self.undo_last_pick(claim),
+                    Err(stop) => {
+                        self.undo_last_pick(claim);
+                        return Err(stop);
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// `allocateDevice`: checks in upstream's order; on success records the pick.
+    fn allocate_device(
+        &mut self,
+        claim: usize,
+        request: usize,
+        sub: usize,
+        pool: usize,
+        device: DeviceIdx,
+        must: bool,
+    ) -> Result<bool, Stop> {
+        let index = self.index;
+        let features = index.features;
+        let entry = index.device(device);
+        let key = entry.key;
+        let (spec, parent) = {
+            let data = &self.requests[claim][request][sub];
+            (data.spec, data.parent)
+        };
+        let admin = spec.admin();
+        let allow_multiple = features.consumable_capacity && entry.allow_multiple_allocations;
+        if !allow_multiple && admin && self.allocating_for_claim(key, claim) {
+            return Ok(false);
+        }
+        if !admin && self.device_in_use(key) {
+            return Ok(false);
+        }
+        if !features.partitionable_devices && !entry.consumes_counters.is_empty() {
+            return Ok(false);
+        }
+        let capacity_in_use = self.state.aggregated_capacity(key).is_some()
+            || self.allocating_capacity.contains_key(&key);
+        let skip_counter_check = allow_multiple && capacity_in_use;
+        let mut counted = false;
+        if !skip_counter_check && !entry.consumes_counters.is_empty() {
+            if !self.take_counters(pool, device) {
+                return Ok(false);
+            }
+            counted = true;
+        }
+        let (base, sub_name) = match parent {
+            Some(parent) => (parent, Some(spec.name.as_str())),
+            None => (spec.name.as_str(), None),
+        };
+        // Every rejection after the counters were taken gives them back (upstream fixed the
+        // missing rollback in kubernetes/kubernetes#140431).
+        if features.device_taints && taint_prevents_allocation(&entry.taints, &spec.tolerations) {
+            if counted {
+                self.release_counters(pool, device);
+            }
+            return Ok(false);
+        }
+        let driver = index.slice(entry.slice).driver.as_str();
+        let lookup = |attribute: &str| entry.lookup_attribute(driver, attribute).cloned();
+        let num_constraints = self.constraints[claim].len();
+        for i in 0..num_constraints {
+            if self.constraints[claim][i].add(base, sub_name, lookup) {
+                continue;
+            }
+            if must {
+                let (d, p, n) = index.key_names(key);
+                return Err(Stop::Fatal(format!(
+                    "claim {}, request {}: cannot add device {d}/{p}/{n} because a claim constraint would not be satisfied",
+                    self.claims[claim].display_name(),
+                    spec.name
+                )));
+            }
+            for e in 0..i {
+                self.constraints[claim][e].remove(base, sub_name);
+            }
+            if counted {
+                self.release_counters(pool, device);
+            }
+            return Ok(false);
+        }
+        if !allow_multiple {
+            self.allocating.push((key, claim));
+        }
+        let mut consumed_result = None;
+        let mut capacity_added = false;
+        if features.consumable_capacity {
+            if self.request_fits_capacity(&self.requests[claim][request][sub], device) != Some(true) {
+                // Upstream returns here without undoing constraints, the in-use mark and
+                // counters; this path is reachable only in All mode. Undo all of it, like the
+                // fixed upstream code does for the other rejection paths.
+                for c in 0..num_constraints {
+                    self.constraints[claim][c].remove(base, sub_name);
+                }
+                if !allow_multiple {
+                    self.allocating.pop();
+                }
+                if counted {
+                    self.release_counters(pool, device);
+                }
+                return Ok(false);
+            }
+            if allow_multiple {
+                let requests = spec.capacity.as_ref().ok().and_then(|c| c.as_ref());
+                let consumed: BTreeMap<String, Quantity> = entry
+                    .capacity
+                    .iter()
+                    .map(|(name, cap)| (name.clone(), consumed_capacity(requests.and_then(|r| r.get(name)), cap)))
+                    .collect();
+                let totals = self.allocating_capacity.entry(key).or_default();
+                for (name, value) in &consumed {
+                    match totals.get_mut(name) {
+                        Some(total) => *total = quantity::add(total, value),
+                        None => {
+                            totals.insert(name.clone(), value.clone());
+                        }
+                    }
+                }
+                capacity_added = true;
+                if !consumed.is_empty() {
+                    consumed_result = Some(consumed);
+                }
+            }
+        }
+        self.picks[claim].push(Pick {
+            claim,
+            request,
+            sub,
+            device,
+            pool,
+            consumed_capacity: consumed_result,
+            exclusive: !allow_multiple,
+            counted,
+            capacity_added,
+        });
+        Ok(true)
+    }
+
+    fn undo_last_pick(&mut self, claim: usize) {
+        let Some(pick) = self.picks[claim].pop() else {
+            return;
+        };
+        let data = &self.requests[pick.claim][pick.request][pick.sub];
+        let (base, sub_name) = match data.parent {
+            Some(parent) => (parent, Some(data.spec.name.as_str())),
+            None => (data.spec.name.as_str(), None),
+        };
+        for c in &mut self.constraints[claim] {
+            c.remove(base, sub_name);
+        }
+        let key = self.index.device(pick.device).key;
+        if pick.exclusive
+            && let Some(pos) = self
+                .allocating
+                .iter()
+                .rposition(|(k, c)| *k == key && *c == claim)
+        {
+            self.allocating.remove(pos);
+        }
+        if pick.capacity_added
+            && let Some(totals) = self.allocating_capacity.get_mut(&key)
+        {
+            let device = self.index.device(pick.device);
+            let requests = data.spec.capacity.as_ref().ok().and_then(|c| c.as_ref());
+            for (name, cap) in &device.capacity {
+                let consumed = consumed_capacity(requests.and_then(|r| r.get(name)), cap);
+                if let Some(total) = totals.get_mut(name) {
+                    *total = quantity::sub(total, &consumed);
+                }
+            }
+            if totals.values().all(Quantity::is_zero) {
+                self.allocating_capacity.remove(&key);
+            }
+        }
+        if pick.counted {
+            self.release_counters(pick.pool, pick.device);
+        }
+    }
+}
+
+/// `taintPreventsAllocation`: a NoSchedule or NoExecute taint that no toleration tolerates.
+pub(crate) fn taint_prevents_allocation(
+    taints: &[k8s_openapi::api::resource::v1::DeviceTaint],
+    tolerations: &[DeviceToleration],
+) -> bool {
+    taints.iter().any(|taint| {
+        matches!(taint.effect.as_str(), "NoSchedule" | "NoExecute")
+            && !tolerations.iter().any(|t| tolerates_taint(t, taint))
+    })
+}
+
+/// `resourceclaim.ToleratesTaint`.
+pub fn tolerates_taint(
+    toleration: &DeviceToleration,
+    taint: &k8s_openapi::api::resource::v1::DeviceTaint,
+) -> bool {
+    if let Some(effect) = toleration.effect.as_deref()
+        && !effect.is_empty()
+        && effect != taint.effect
+    {
+        return false;
+    }
+    if let Some(key) = toleration.key.as_deref()
+        && !key.is_empty()
+        && key != taint.key
+    {
+        return false;
+    }
+    match toleration.operator.as_deref().unwrap_or("") {
+        "" | "Equal" => {
+            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
+        }
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+/// `calculateConsumedCapacity`.
+pub(crate) fn consumed_capacity(requested: Option<&Quantity>, capacity: &Capacity) -> Quantity {
+    let Some(requested) = requested else {
+        return capacity
+            .policy
+            .as_ref()
+            .and_then(|p| p.default.clone())
+            .unwrap_or_else(|| capacity.value.clone());
+    };
+    let Some(policy) = &capacity.policy else {
+        return requested.clone();
+    };
+    if let Some(range) = &policy.valid_range {
+        if requested.cmp_value(&range.min) == Ordering::Less {
+            return range.min.clone();
+        }
+        let Some(step) = &range.step else {
+            return requested.clone();
+        };
+        // Upstream works in whole units (`Quantity.Value()` rounds up) and builds a BinarySI
+        // quantity from the result.
+        let (requested, step, min) = (requested.value(), step.value(), range.min.value());
+        if step == 0 {
+            return Quantity::from_i64(min, dra_types::Format::BinarySI);
+        }
+        let added = requested.saturating_sub(min);
+        let mut n = added / step;
+        if added % step != 0 {
+            n += 1;
+        }
+        return Quantity::from_i64(
+            min.saturating_add(step.saturating_mul(n)),
+            dra_types::Format::BinarySI,
+        );
+    }
+    if let Some(values) = &policy.valid_values {
+        return values
+            .iter()
+            .find(|v| requested.cmp_value(v) != Ordering::Greater)
+            .cloned()
+            .unwrap_or_else(|| requested.clone());
+    }
+    requested.clone()
+}
+
+/// `violatesPolicy`.
+pub(crate) fn violates_policy(value: &Quantity, policy: Option<&RequestPolicy>) -> bool {
+    let Some(policy) = policy else {
+        return false;
+    };
+    if policy.default.as_ref().is_some_and(|d| d == value) {
+        return false;
+    }
+    if let Some(range) = &policy.valid_range {
+        if range
+            .max
+            .as_ref()
+            .is_some_and(|max| value.cmp_value(max) == Ordering::Greater)
+        {
+            return true;
+        }
+        if let Some(step) = &range.step {
+            let step = step.value();
+            if step != 0 && (value.value().saturating_sub(range.min.value())) % step != 0 {
+                return true;
+            }
+        }
+        return false;
+    }
+    if let Some(values) = &policy.valid_values
+        && !values.is_empty()
+    {
+        return !values.iter().any(|v| value.cmp_value(v) == Ordering::Equal);
+    }
+    false
+}

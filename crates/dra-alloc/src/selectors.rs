@@ -1,0 +1,245 @@
+//! Selector sets and their snapshot-wide result cache.
+//!
+//! A *selector set* is what upstream's `isSelectable` evaluates for one request or subrequest:
+//! the class selectors, then the request selectors, stopping at the first `false`. Requests with
+//! the same class and the same selector expressions (every pod created from one template, for
+//! instance) share one set, and its result per device entry is computed at most once per
+//! snapshot. The result is a pure function of the device, so caching it never changes which
+//! device upstream would pick; errors are cached too and reported only when the search reaches
+//! the device, exactly where upstream's lazy evaluation meets them.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use crate::index::{ClassId, DeviceEntry, DeviceIdx, Index};
+
+/// Where a failing selector lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SelectorOrigin {
+    Class,
+    Request,
+}
+
+/// Compile or runtime failure of one selector on one device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectorFailure {
+    pub origin: SelectorOrigin,
+    /// Index of the selector in the class or request.
+    pub index: usize,
+    pub compile: bool,
+    /// The CEL message (upstream's text after `CEL compile error: ` / `CEL runtime error: `).
+    pub message: String,
+}
+
+/// Outcome of a selector set on a device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Match {
+    Yes,
+    No,
+    Failed(SelectorFailure),
+}
+
+type Compiled = Arc<Result<dra_cel::Selector, String>>;
+
+/// One interned selector set with its per-device result cache.
+#[derive(Debug)]
+pub struct SelectorSet {
+    pub class: ClassId,
+    class_selectors: Vec<Compiled>,
+    request_selectors: Vec<Compiled>,
+    /// 0 = not evaluated, 1 = no, 2 = yes, 3 = failed (details in `failures`).
+    results: Box<[AtomicU8]>,
+    failures: Mutex<BTreeMap<u32, SelectorFailure>>,
+}
+
+/// A handle on an interned selector set.
+#[derive(Debug, Clone)]
+pub struct SelSetId {
+    pub id: u32,
+    pub set: Arc<SelectorSet>,
+}
+
+#[derive(Debug, Default)]
+struct Interner {
+    by_key: HashMap<(ClassId, Vec<String>), SelSetId>,
+    count: u32,
+}
+
+/// The snapshot-wide cache of compiled expressions and selector-set results.
+#[derive(Debug, Default)]
+pub struct SelectorCache {
+    interner: RwLock<Interner>,
+    compiled: Mutex<HashMap<String, Compiled>>,
+}
+
+impl SelectorCache {
+    fn compile(&self, index: &Index, expression: &str) -> Compiled {
+        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = compiled.get(expression) {
+            return c.clone();
+        }
+        let result = Arc::new(index.compiler.compile(expression).map_err(|e| e.to_string()));
+        compiled.insert(expression.to_string(), result.clone());
+        result
+    }
+
+    /// The set for (class, request selectors), created on first use.
+    pub fn intern(&self, index: &Index, class: ClassId, expressions: &[String]) -> SelSetId {
+        let key = (class, expressions.to_vec());
+        if let Some(id) = self
+            .interner
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .by_key
+            .get(&key)
+        {
+            return id.clone();
+        }
+        let class_entry = index.class_entry(class);
+        let class_selectors = class_entry
+            .selectors
+            .iter()
+            .map(|expr| match expr {
+                Some(expr) => self.compile(index, expr),
+                None => Arc::new(Err(
+                    "CEL expression empty (unsupported selector type?)".to_string(),
+                )),
+            })
+            .collect();
+        let request_selectors = expressions.iter().map(|e| self.compile(index, e)).collect();
+        let mut interner = self.interner.write().unwrap_or_else(|e| e.into_inner());
+        if let Some(id) = interner.by_key.get(&key) {
+            return id.clone();
+        }
+        let id = SelSetId {
+            id: interner.count,
+            set: Arc::new(SelectorSet {
+                class,
+                class_selectors,
+                request_selectors,
+                results: (0..index.devices.len()).map(|_| AtomicU8::new(0)).collect(),
+                failures: Mutex::new(BTreeMap::new()),
+            }),
+        };
+        interner.count += 1;
+        interner.by_key.insert(key, id.clone());
+        id
+    }
+}
+
+impl SelectorSet {
+    /// Evaluates (or recalls) the set on a device entry.
+    pub fn matches(&self, index: &Index, device: DeviceIdx) -> Match {
+        match self.results[device.0 as usize].load(Ordering::Acquire) {
+            1 => return Match::No,
+            2 => return Match::Yes,
+            3 => {
+                if let Some(f) = self
+                    .failures
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&device.0)
+                {
+                    return Match::Failed(f.clone());
+                }
+            }
+            _ => {}
+        }
+        let outcome = self.evaluate(index, device);
+        let code = match &outcome {
+            Match::No => 1,
+            Match::Yes => 2,
+            Match::Failed(f) => {
+                self.failures
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(device.0, f.clone());
+                3
+            }
+        };
+        self.results[device.0 as usize].store(code, Ordering::Release);
+        outcome
+    }
+
+    /// The result if already known, without evaluating.
+    pub fn known(&self, device: DeviceIdx) -> Option<bool> {
+        match self.results[device.0 as usize].load(Ordering::Acquire) {
+            1 => Some(false),
+            2 => Some(true),
+            _ => None,
+        }
+    }
+
+    fn evaluate(&self, index: &Index, device: DeviceIdx) -> Match {
+        for (origin, selectors) in [
+            (SelectorOrigin::Class, &self.class_selectors),
+            (SelectorOrigin::Request, &self.request_selectors),
+        ] {
+            for (i, compiled) in selectors.iter().enumerate() {
+                let selector = match compiled.as_ref() {
+                    Ok(s) => s,
+                    Err(message) => {
+                        return Match::Failed(SelectorFailure {
+                            origin,
+                            index: i,
+                            compile: true,
+                            message: message.clone(),
+                        });
+                    }
+                };
+                match selector.evaluate(index.cel_input(device)) {
+                    Ok(true) => {}
+                    Ok(false) => return Match::No,
+                    Err(e) => {
+                        return Match::Failed(SelectorFailure {
+                            origin,
+                            index: i,
+                            compile: false,
+                            message: e.to_string(),
+                        });
+                    }
+                }
+            }
+        }
+        Match::Yes
+    }
+}
+
+/// Builds the CEL view of a device entry.
+pub(crate) fn build_cel_input(driver: &str, device: &DeviceEntry) -> dra_cel::DeviceInput {
+    dra_cel::DeviceInput::new(
+        driver,
+        device
+            .raw_attributes
+            .iter()
+            .map(|(name, attribute)| (name.as_str(), cel_attribute(attribute))),
+        device.raw_capacity.iter().map(|(k, v)| (k.as_str(), v.clone())),
+        device.allow_multiple_allocations,
+    )
+}
+
+/// The CEL form of an attribute; list fields win over scalar ones, as upstream's accessor
+/// checks them first.
+fn cel_attribute(attribute: &k8s_openapi::api::resource::v1::DeviceAttribute) -> dra_cel::AttributeValue {
+    use dra_cel::AttributeValue as V;
+    if let Some(v) = &attribute.ints {
+        V::IntList(v.clone())
+    } else if let Some(v) = &attribute.bools {
+        V::BoolList(v.clone())
+    } else if let Some(v) = &attribute.strings {
+        V::StringList(v.clone())
+    } else if let Some(v) = &attribute.versions {
+        V::VersionList(v.clone())
+    } else if let Some(v) = attribute.int {
+        V::Int(v)
+    } else if let Some(v) = attribute.bool {
+        V::Bool(v)
+    } else if let Some(v) = &attribute.string {
+        V::String(v.clone())
+    } else if let Some(v) = &attribute.version {
+        V::Version(v.clone())
+    } else {
+        V::Unset
+    }
+}

@@ -1,0 +1,155 @@
+//! The allocated state the allocator sees (upstream `AllocatedState`, SPEC.md §3.19), kept
+//! incrementally: adding or removing one claim's allocation costs O(its results), instead of
+//! upstream's rebuild from every claim in the cluster for every pod.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use dra_types::Quantity;
+use k8s_openapi::api::resource::v1::AllocationResult;
+
+use crate::index::{DeviceKey, Index};
+
+/// Devices already allocated to claims, shares of shared devices and their consumed capacity.
+///
+/// Counts instead of sets: two claims in the input may (invalidly) name the same device, and
+/// removing one of them must not free the device for the other.
+#[derive(Debug, Clone, Default)]
+pub struct AllocatedState {
+    /// Exclusive allocations per device key.
+    exclusive: Vec<u32>,
+    /// `(device, shareID)` of shared allocations, with multiplicity.
+    shares: BTreeMap<(DeviceKey, String), u32>,
+    /// Number of shares per device (for "is allocated").
+    shares_per_device: BTreeMap<DeviceKey, u32>,
+    /// Sum of `consumedCapacity` over the shares of a device.
+    aggregated_capacity: BTreeMap<DeviceKey, BTreeMap<String, Quantity>>,
+    /// Devices named by results but absent from every slice: they cannot influence allocation.
+    unknown_devices: BTreeSet<(String, String, String)>,
+    /// Bumped on every change; lets callers cache derived data.
+    version: u64,
+}
+
+/// A problem with an allocation result that makes it unusable for the state.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("device {device}: consumedCapacity {name}: {message}")]
+pub struct StateError {
+    pub device: String,
+    pub name: String,
+    pub message: String,
+}
+
+impl AllocatedState {
+    pub fn new(index: &Index) -> AllocatedState {
+        AllocatedState {
+            exclusive: vec![0; index.num_device_keys()],
+            ..AllocatedState::default()
+        }
+    }
+
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Whether upstream's `AllocatedDevices` holds the device.
+    pub fn is_exclusively_allocated(&self, key: DeviceKey) -> bool {
+        self.exclusive.get(key.0 as usize).is_some_and(|c| *c > 0)
+    }
+
+    /// `IsDeviceAllocated`: exclusively allocated, or with at least one share.
+    pub fn is_allocated(&self, key: DeviceKey) -> bool {
+        self.is_exclusively_allocated(key) || self.shares_per_device.contains_key(&key)
+    }
+
+    /// `AggregatedCapacity[key]`.
+    pub fn aggregated_capacity(&self, key: DeviceKey) -> Option<&BTreeMap<String, Quantity>> {
+        self.aggregated_capacity.get(&key)
+    }
+
+    /// Records one claim's allocation (results with `adminAccess: true` are ignored).
+    pub fn add(&mut self, index: &Index, allocation: &AllocationResult) -> Result<(), StateError> {
+        self.apply(index, allocation, true)
+    }
+
+    /// Forgets one claim's allocation, as when the claim is deallocated.
+    pub fn remove(&mut self, index: &Index, allocation: &AllocationResult) -> Result<(), StateError> {
+        self.apply(index, allocation, false)
+    }
+
+    fn apply(&mut self, index: &Index, allocation: &AllocationResult, add: bool) -> Result<(), StateError> {
+        // Parse everything first so a bad quantity leaves the state untouched.
+        let mut parsed = Vec::new();
+        for result in allocation
+            .devices
+            .as_ref()
+            .and_then(|d| d.results.as_deref())
+            .unwrap_or_default()
+        {
+            if result.admin_access == Some(true) {
+                continue;
+            }
+            let mut consumed = BTreeMap::new();
+            for (name, q) in result.consumed_capacity.iter().flatten() {
+                let value = Quantity::parse(&q.0).map_err(|e| StateError {
+                    device: format!("{}/{}/{}", result.driver, result.pool, result.device),
+                    name: name.clone(),
+                    message: e.to_string(),
+                })?;
+                consumed.insert(name.clone(), value);
+            }
+            parsed.push((result, consumed));
+        }
+        self.version += 1;
+        for (result, consumed) in parsed {
+            let Some(key) = index.device_key(&result.driver, &result.pool, &result.device) else {
+                let id = (result.driver.clone(), result.pool.clone(), result.device.clone());
+                if add {
+                    self.unknown_devices.insert(id);
+                } else {
+                    self.unknown_devices.remove(&id);
+                }
+                continue;
+            };
+            match &result.share_id {
+                Some(share) => {
+                    let entry = self.shares.entry((key, share.clone())).or_default();
+                    let per_device = self.shares_per_device.entry(key).or_default();
+                    if add {
+                        *entry += 1;
+                        *per_device += 1;
+                    } else {
+                        *entry = entry.saturating_sub(1);
+                        *per_device = per_device.saturating_sub(1);
+                    }
+                    if *entry == 0 {
+                        self.shares.remove(&(key, share.clone()));
+                    }
+                    if self.shares_per_device.get(&key) == Some(&0) {
+                        self.shares_per_device.remove(&key);
+                    }
+                    // Upstream aggregates consumedCapacity only for results with a shareID.
+                    let totals = self.aggregated_capacity.entry(key).or_default();
+                    for (name, value) in consumed {
+                        let total = totals.entry(name).or_insert_with(Quantity::zero);
+                        *total = if add {
+                            crate::quantity::add(total, &value)
+                        } else {
+                            crate::quantity::sub(total, &value)
+                        };
+                    }
+                    if !self.shares_per_device.contains_key(&key) {
+                        self.aggregated_capacity.remove(&key);
+                    }
+                }
+                None => {
+                    let count = &mut self.exclusive[key.0 as usize];
+                    if add {
+                        *count += 1;
+                    } else {
+                        *count = count.saturating_sub(1);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,291 @@
+//! The loaded objects, by kind, in input order.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope, Resource};
+
+use crate::source::{Located, ObjectRef, Source};
+
+/// A kind this crate loads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KindInfo {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+}
+
+/// Whether a k8s-openapi scope marker type (`NamespaceResourceScope`,
+/// `ClusterResourceScope`) is namespaced.
+pub trait ScopeFlag {
+    const NAMESPACED: bool;
+}
+
+impl ScopeFlag for NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl ScopeFlag for ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+macro_rules! kinds {
+    ($( $variant:ident => $field:ident : $ty:ty ),* $(,)?) => {
+        /// Every loaded object, per kind, in input order (files in the order given,
+        /// directory entries sorted by name, documents and `List` items in file order).
+        ///
+        /// Objects are k8s-openapi `v1_37` types with API-server defaults applied
+        /// (see [`crate::apply_defaults`]). Invalid and duplicate objects are kept:
+        /// [`crate::validate`] and the loader report them; the lookup helpers return
+        /// the first definition.
+        #[derive(Clone, Debug, Default)]
+        pub struct Cluster {
+            $( pub $field: Vec<Located<$ty>>, )*
+        }
+
+        impl Cluster {
+            /// The total number of objects.
+            pub fn object_count(&self) -> usize {
+                0 $( + self.$field.len() )*
+            }
+
+            pub fn is_empty(&self) -> bool {
+                self.object_count() == 0
+            }
+
+            /// Appends every object of `other`, keeping order.
+            pub fn extend(&mut self, other: Cluster) {
+                $( self.$field.extend(other.$field); )*
+            }
+
+            /// A reference to every object, in kind order then input order.
+            pub fn object_refs(&self) -> Vec<(ObjectRef, &Source)> {
+                let mut refs = Vec::with_capacity(self.object_count());
+                $(
+                    for located in &self.$field {
+                        refs.push((ObjectRef::of::<$ty>(&located.object.metadata), &located.source));
+                    }
+                )*
+                refs
+            }
+        }
+
+        /// Every supported kind.
+        pub fn supported_kinds() -> &'static [KindInfo] {
+            const KINDS: &[KindInfo] = &[
+                $( KindInfo {
+                    api_version: <$ty as Resource>::API_VERSION,
+                    kind: <$ty as Resource>::KIND,
+                    namespaced: <<$ty as Resource>::Scope as ScopeFlag>::NAMESPACED,
+                }, )*
+            ];
+            KINDS
+        }
+
+        /// A decoded object of any supported kind.
+        #[derive(Clone, Debug)]
+        pub(crate) enum AnyObject {
+            $( $variant(Box<$ty>), )*
+        }
+
+        impl AnyObject {
+            pub(crate) fn metadata(&self) -> &ObjectMeta {
+                match self {
+                    $( AnyObject::$variant(object) => &object.metadata, )*
+                }
+            }
+
+            pub(crate) fn metadata_mut(&mut self) -> &mut ObjectMeta {
+                match self {
+                    $( AnyObject::$variant(object) => &mut object.metadata, )*
+                }
+            }
+
+            pub(crate) fn info(&self) -> KindInfo {
+                match self {
+                    $( AnyObject::$variant(_) => KindInfo {
+                        api_version: <$ty as Resource>::API_VERSION,
+                        kind: <$ty as Resource>::KIND,
+                        namespaced: <<$ty as Resource>::Scope as ScopeFlag>::NAMESPACED,
+                    }, )*
+                }
+            }
+
+            pub(crate) fn push_into(self, source: Source, cluster: &mut Cluster) {
+                match self {
+                    $( AnyObject::$variant(object) => cluster.$field.push(Located::new(source, *object)), )*
+                }
+            }
+        }
+
+        /// Decodes `value` as the kind named by `api_version`/`kind`; `None` for a kind
+        /// this crate does not load.
+        pub(crate) fn decode(
+            api_version: &str,
+            kind: &str,
+            value: serde_json::Value,
+        ) -> Option<Result<AnyObject, serde_path_to_error::Error<serde_json::Error>>> {
+            $(
+                if api_version == <$ty as Resource>::API_VERSION && kind == <$ty as Resource>::KIND {
+                    return Some(
+                        serde_path_to_error::deserialize::<_, $ty>(value)
+                            .map(|object| AnyObject::$variant(Box::new(object))),
+                    );
+                }
+            )*
+            None
+        }
+    };
+}
+
+kinds! {
+    Node => nodes: Node,
+    Pod => pods: Pod,
+    Namespace => namespaces: Namespace,
+    ServiceAccount => service_accounts: ServiceAccount,
+    PriorityClass => priority_classes: PriorityClass,
+    DeviceClass => device_classes: DeviceClass,
+    ResourceSlice => resource_slices: ResourceSlice,
+    ResourceClaim => resource_claims: ResourceClaim,
+    ResourceClaimTemplate => resource_claim_templates: ResourceClaimTemplate,
+    DeviceTaintRule => device_taint_rules: DeviceTaintRule,
+    Deployment => deployments: Deployment,
+    StatefulSet => stateful_sets: StatefulSet,
+    DaemonSet => daemon_sets: DaemonSet,
+    ReplicaSet => replica_sets: ReplicaSet,
+    Job => jobs: Job,
+    CronJob => cron_jobs: CronJob,
+    Role => roles: Role,
+    ClusterRole => cluster_roles: ClusterRole,
+    RoleBinding => role_bindings: RoleBinding,
+    ClusterRoleBinding => cluster_role_bindings: ClusterRoleBinding,
+}
+
+fn name_of(meta: &ObjectMeta) -> &str {
+    meta.name.as_deref().unwrap_or_default()
+}
+
+fn namespace_of(meta: &ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or_default()
+}
+
+fn find_cluster_scoped<'a, T>(
+    objects: &'a [Located<T>],
+    name: &str,
+    meta: impl Fn(&T) -> &ObjectMeta,
+) -> Option<&'a Located<T>> {
+    objects.iter().find(|o| name_of(meta(&o.object)) == name)
+}
+
+fn find_namespaced<'a, T>(
+    objects: &'a [Located<T>],
+    namespace: &str,
+    name: &str,
+    meta: impl Fn(&T) -> &ObjectMeta,
+) -> Option<&'a Located<T>> {
+    objects.iter().find(|o| {
+        let m = meta(&o.object);
+        namespace_of(m) == namespace && name_of(m) == name
+    })
+}
+
+impl Cluster {
+    /// The first DeviceClass with this name. Linear; use [`Cluster::index`] for many lookups.
+    pub fn device_class(&self, name: &str) -> Option<&Located<DeviceClass>> {
+        find_cluster_scoped(&self.device_classes, name, |o| &o.metadata)
+    }
+
+    pub fn resource_claim(&self, namespace: &str, name: &str) -> Option<&Located<ResourceClaim>> {
+        find_namespaced(&self.resource_claims, namespace, name, |o| &o.metadata)
+    }
+
+    pub fn resource_claim_template(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Option<&Located<ResourceClaimTemplate>> {
+        find_namespaced(&self.resource_claim_templates, namespace, name, |o| {
+            &o.metadata
+        })
+    }
+
+    pub fn namespace(&self, name: &str) -> Option<&Located<Namespace>> {
+        find_cluster_scoped(&self.namespaces, name, |o| &o.metadata)
+    }
+
+    pub fn node(&self, name: &str) -> Option<&Located<Node>> {
+        find_cluster_scoped(&self.nodes, name, |o| &o.metadata)
+    }
+
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<&Located<Pod>> {
+        find_namespaced(&self.pods, namespace, name, |o| &o.metadata)
+    }
+
+    pub fn priority_class(&self, name: &str) -> Option<&Located<PriorityClass>> {
+        find_cluster_scoped(&self.priority_classes, name, |o| &o.metadata)
+    }
+
+    pub fn service_account(&self, namespace: &str, name: &str) -> Option<&Located<ServiceAccount>> {
+        find_namespaced(&self.service_accounts, namespace, name, |o| &o.metadata)
+    }
+
+    /// Sorted maps for repeated lookups; the first definition of a name wins.
+    pub fn index(&self) -> ClusterIndex<'_> {
+        fn by_name<T>(
+            objects: &[Located<T>],
+            meta: impl Fn(&T) -> &ObjectMeta,
+        ) -> BTreeMap<&str, &Located<T>> {
+            let mut map = BTreeMap::new();
+            for o in objects {
+                map.entry(name_of(meta(&o.object))).or_insert(o);
+            }
+            map
+        }
+        fn by_namespaced_name<T>(
+            objects: &[Located<T>],
+            meta: impl Fn(&T) -> &ObjectMeta,
+        ) -> BTreeMap<(&str, &str), &Located<T>> {
+            let mut map = BTreeMap::new();
+            for o in objects {
+                let m = meta(&o.object);
+                map.entry((namespace_of(m), name_of(m))).or_insert(o);
+            }
+            map
+        }
+        ClusterIndex {
+            device_classes: by_name(&self.device_classes, |o| &o.metadata),
+            nodes: by_name(&self.nodes, |o| &o.metadata),
+            namespaces: by_name(&self.namespaces, |o| &o.metadata),
+            priority_classes: by_name(&self.priority_classes, |o| &o.metadata),
+            resource_claims: by_namespaced_name(&self.resource_claims, |o| &o.metadata),
+            resource_claim_templates: by_namespaced_name(&self.resource_claim_templates, |o| {
+                &o.metadata
+            }),
+            pods: by_namespaced_name(&self.pods, |o| &o.metadata),
+        }
+    }
+}
+
+/// Name lookups over a [`Cluster`], built once by [`Cluster::index`]. Iteration order
+/// of the maps is by name, so it is deterministic.
+#[derive(Clone, Debug)]
+pub struct ClusterIndex<'a> {
+    pub device_classes: BTreeMap<&'a str, &'a Located<DeviceClass>>,
+    pub nodes: BTreeMap<&'a str, &'a Located<Node>>,
+    pub namespaces: BTreeMap<&'a str, &'a Located<Namespace>>,
+    pub priority_classes: BTreeMap<&'a str, &'a Located<PriorityClass>>,
+    /// Keyed by (namespace, name).
+    pub resource_claims: BTreeMap<(&'a str, &'a str), &'a Located<ResourceClaim>>,
+    /// Keyed by (namespace, name).
+    pub resource_claim_templates: BTreeMap<(&'a str, &'a str), &'a Located<ResourceClaimTemplate>>,
+    /// Keyed by (namespace, name).
+    pub pods: BTreeMap<(&'a str, &'a str), &'a Located<Pod>>,
+}

@@ -1,0 +1,761 @@
+//! Reading Kubernetes objects from files, directories, stdin and strings.
+//!
+//! Pipeline per input: cut the text into documents ([`split`]), parse each into
+//! generic data with serde-saphyr under a resource budget ([`document`]), dispatch on
+//! `apiVersion`/`kind`, convert to the k8s-openapi type (naming the field and line
+//! of a type error), apply API-server defaults, then check for duplicates. Documents
+//! are parsed in parallel; results are assembled in input order, so the outcome does
+//! not depend on threads.
+
+mod document;
+mod split;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::Value;
+use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
+
+use crate::cluster::{AnyObject, Cluster, decode, supported_kinds};
+use crate::defaults::apply_object_defaults;
+use crate::diagnostic::Diagnostic;
+use crate::source::{ObjectRef, Source};
+use document::{DocRoot, LineTree, Step};
+use split::{Chunk, split_documents};
+
+/// How to load. `Default` suits command-line use.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// Deepest nesting of mappings and sequences accepted in a document.
+    pub max_depth: usize,
+    /// Larger files are refused (a diagnostic, the rest still loads).
+    pub max_file_bytes: u64,
+    /// Worker threads for parsing one input; 0 picks the number of CPUs (at most 8).
+    pub threads: usize,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            max_depth: 64,
+            max_file_bytes: 1 << 30,
+            threads: 0,
+        }
+    }
+}
+
+/// The outcome of loading: the objects, and what was wrong with the input.
+#[derive(Clone, Debug, Default)]
+pub struct Loaded {
+    pub cluster: Cluster,
+    /// Problems found while reading, in input order: unreadable or malformed
+    /// documents, type errors, unsupported and unknown kinds, duplicates. API
+    /// validation is separate ([`crate::validate`]).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Loaded {
+    /// True when any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// A failure that stops loading altogether (a path that cannot be read). Problems
+/// inside readable input are [`Diagnostic`]s instead.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// A path could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Loads files, directories (recursively: `*.yaml`, `*.yml`, `*.json`, in sorted
+/// order) and `-` (standard input), in the order given.
+pub fn load_paths<P: AsRef<Path>>(paths: &[P], options: &LoadOptions) -> Result<Loaded, LoadError> {
+    let mut loader = Loader::new(options);
+    for path in paths {
+        let path = path.as_ref();
+        if path.as_os_str() == "-" {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut bytes)
+                .map_err(|source| LoadError::Io {
+                    path: "<stdin>".to_string(),
+                    source,
+                })?;
+            loader.add_bytes("<stdin>", &bytes);
+            continue;
+        }
+        let metadata = fs::metadata(path).map_err(|source| io_error(path, source))?;
+        if metadata.is_dir() {
+            let mut files = Vec::new();
+            let mut visited = Vec::new();
+            collect_files(path, &mut files, &mut visited)
+                .map_err(|(p, source)| io_error(&p, source))?;
+            for file in files {
+                loader.add_file(&file)?;
+            }
+        } else {
+            loader.add_file(path)?;
+        }
+    }
+    Ok(loader.finish())
+}
+
+/// Loads objects from text in memory; `name` is used in positions
+/// (`<builtin:example>`, a file name).
+pub fn load_str(name: &str, text: &str) -> Loaded {
+    load_str_with(name, text, &LoadOptions::default())
+}
+
+/// [`load_str`] with options.
+pub fn load_str_with(name: &str, text: &str, options: &LoadOptions) -> Loaded {
+    let mut loader = Loader::new(options);
+    loader.add_text(name, text);
+    loader.finish()
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> LoadError {
+    LoadError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn is_manifest(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "yaml" | "yml" | "json"))
+}
+
+/// Files under `dir` with a manifest extension, sorted per directory by name and
+/// depth first. Directories reached twice (symbolic link loops) are skipped.
+fn collect_files(
+    dir: &Path,
+    files: &mut Vec<PathBuf>,
+    visited: &mut Vec<PathBuf>,
+) -> Result<(), (PathBuf, std::io::Error)> {
+    let canonical = fs::canonicalize(dir).map_err(|e| (dir.to_path_buf(), e))?;
+    if visited.contains(&canonical) {
+        return Ok(());
+    }
+    visited.push(canonical);
+    let mut entries: Vec<PathBuf> = fs::read_dir(dir)
+        .map_err(|e| (dir.to_path_buf(), e))?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| (dir.to_path_buf(), e))?;
+    entries.sort();
+    for entry in entries {
+        let metadata = match fs::metadata(&entry) {
+            Ok(m) => m,
+            // A dangling symbolic link is not an input.
+            Err(_) if fs::symlink_metadata(&entry).is_ok() => continue,
+            Err(e) => return Err((entry, e)),
+        };
+        if metadata.is_dir() {
+            collect_files(&entry, files, visited)?;
+        } else if metadata.is_file() && is_manifest(&entry) {
+            files.push(entry);
+        }
+    }
+    Ok(())
+}
+
+/// An object read from a document, before it joins the cluster.
+struct Decoded {
+    source: Source,
+    object: AnyObject,
+}
+
+/// What one chunk produced, in document order.
+#[derive(Default)]
+struct ChunkOutput {
+    objects: Vec<Decoded>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+struct Loader<'a> {
+    options: &'a LoadOptions,
+    cluster: Cluster,
+    diagnostics: Vec<Diagnostic>,
+    /// First definition of each (kind, namespace, name).
+    seen: BTreeMap<(&'static str, String, String), Source>,
+}
+
+impl<'a> Loader<'a> {
+    fn new(options: &'a LoadOptions) -> Self {
+        Loader {
+            options,
+            cluster: Cluster::default(),
+            diagnostics: Vec::new(),
+            seen: BTreeMap::new(),
+        }
+    }
+
+    fn finish(self) -> Loaded {
+        Loaded {
+            cluster: self.cluster,
+            diagnostics: self.diagnostics,
+        }
+    }
+
+    fn add_file(&mut self, path: &Path) -> Result<(), LoadError> {
+        let name = path.display().to_string();
+        let metadata = fs::metadata(path).map_err(|source| io_error(path, source))?;
+        if metadata.len() > self.options.max_file_bytes {
+            self.diagnostics.push(
+                Diagnostic::error(format!(
+                    "file is larger than the limit of {} bytes; skipped",
+                    self.options.max_file_bytes
+                ))
+                .at(Source::new(name, 1)),
+            );
+            return Ok(());
+        }
+        let bytes = fs::read(path).map_err(|source| io_error(path, source))?;
+        self.add_bytes(&name, &bytes);
+        Ok(())
+    }
+
+    fn add_bytes(&mut self, name: &str, bytes: &[u8]) {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => self.add_text(name, text),
+            Err(err) => {
+                let valid = &bytes[..err.valid_up_to()];
+                let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
+                self.diagnostics.push(
+                    Diagnostic::error("input is not valid UTF-8")
+                        .at(Source::new(name, line_u32(line))),
+                );
+            }
+        }
+    }
+
+    fn add_text(&mut self, name: &str, text: &str) {
+        let file: Arc<str> = Arc::from(name);
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let chunks = match split_documents(text) {
+            Some(chunks) => chunks,
+            None => vec![Chunk {
+                text,
+                first_line: 1,
+            }],
+        };
+        let threads = self.thread_count(text.len(), chunks.len());
+        let outputs = parse_chunks(&file, &chunks, self.options, threads);
+        for output in outputs {
+            self.diagnostics.extend(output.diagnostics);
+            for decoded in output.objects {
+                self.insert(decoded);
+            }
+        }
+    }
+
+    fn thread_count(&self, len: usize, chunks: usize) -> usize {
+        // Threads only pay off for large inputs.
+        if len < (1 << 20) || chunks < 2 {
+            return 1;
+        }
+        let wanted = match self.options.threads {
+            0 => std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(8),
+            n => n,
+        };
+        wanted.min(chunks).max(1)
+    }
+
+    fn insert(&mut self, decoded: Decoded) {
+        let info = decoded.object.info();
+        let meta = decoded.object.metadata();
+        let name = meta.name.clone().unwrap_or_default();
+        if !name.is_empty() {
+            let namespace = if info.namespaced {
+                meta.namespace.clone().unwrap_or_default()
+            } else {
+                String::new()
+            };
+            let key = (info.kind, namespace, name);
+            match self.seen.get(&key) {
+                Some(first) => {
+                    let (kind, namespace, name) = &key;
+                    let object = ObjectRef::new(
+                        *kind,
+                        info.namespaced.then_some(namespace.as_str()),
+                        name.clone(),
+                    );
+                    self.diagnostics.push(
+                        Diagnostic::error(format!("duplicate object: already defined at {first}"))
+                            .at(decoded.source.clone())
+                            .on(object),
+                    );
+                }
+                None => {
+                    self.seen.insert(key, decoded.source.clone());
+                }
+            }
+        }
+        decoded.object.push_into(decoded.source, &mut self.cluster);
+    }
+}
+
+fn line_u32(line: usize) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
+/// Parses every chunk, on `threads` threads, returning outputs in chunk order.
+fn parse_chunks(
+    file: &Arc<str>,
+    chunks: &[Chunk<'_>],
+    options: &LoadOptions,
+    threads: usize,
+) -> Vec<ChunkOutput> {
+    if threads <= 1 {
+        return chunks
+            .iter()
+            .map(|chunk| parse_chunk(file, *chunk, options))
+            .collect();
+    }
+    // Contiguous, byte-balanced ranges of chunks, one per thread.
+    let total: usize = chunks.iter().map(|c| c.text.len()).sum();
+    let per_thread = total.div_ceil(threads);
+    let mut ranges = Vec::with_capacity(threads);
+    let mut start = 0;
+    let mut acc = 0;
+    for (i, chunk) in chunks.iter().enumerate() {
+        acc += chunk.text.len();
+        if acc >= per_thread && ranges.len() + 1 < threads {
+            ranges.push(start..i + 1);
+            start = i + 1;
+            acc = 0;
+        }
+    }
+    if start < chunks.len() {
+        ranges.push(start..chunks.len());
+    }
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = ranges
+            .into_iter()
+            .map(|range| {
+                let part = &chunks[range];
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|chunk| parse_chunk(file, *chunk, options))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| match handle.join() {
+                Ok(outputs) => outputs,
+                // A panic in a worker is a bug; re-raise it on the caller's thread.
+                Err(payload) => std::panic::resume_unwind(payload),
+            })
+            .collect()
+    })
+}
+
+fn saphyr_options(len: usize, max_depth: usize) -> serde_saphyr::Options {
+    // The budget scales with the input: the limits exist to stop amplification
+    // (aliases) and runaway nesting, not to refuse large honest inputs.
+    serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_depth: max_depth,
+            max_events: len.saturating_mul(4).saturating_add(1_000_000),
+            max_nodes: len.saturating_mul(2).saturating_add(250_000),
+            max_total_scalar_bytes: len.saturating_add(64 << 20),
+            max_documents: (len / 2).saturating_add(1024),
+            max_reader_input_bytes: None,
+        },
+        alias_limits: serde_saphyr::alias_limits! {
+            max_total_replayed_events: 100_000,
+        },
+        with_snippet: false,
+        emit_comments: false,
+    }
+}
+
+/// A YAML error as message text and a 1-based line relative to the parsed text.
+fn yaml_error(err: &serde_saphyr::Error) -> (String, Option<u32>) {
+    let message = UserMessageFormatter
+        .format_message(err.without_snippet())
+        .into_owned();
+    let line = err
+        .location()
+        .map(|l| l.line())
+        .filter(|&l| l > 0)
+        .map(|l| u32::try_from(l).unwrap_or(u32::MAX));
+    (message, line)
+}
+
+fn parse_chunk(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> ChunkOutput {
+    let saphyr = saphyr_options(chunk.text.len(), options.max_depth);
+    let docs = match serde_saphyr::from_multiple_with_options::<Spanned<DocRoot>>(chunk.text, saphyr) {
+        Ok(docs) => docs.into_iter().map(|doc| (line_of(&doc), doc.value)).collect(),
+        Err(err) => {
+            let looks_like_json = chunk.text.trim_start().starts_with(['{', '[']);
+            let (message, line) = match looks_like_json.then(|| json_stream(chunk.text)) {
+                // Concatenated JSON objects, which kubectl accepts, are not YAML.
+                Some(Ok(docs)) => return documents(file, chunk, options, docs),
+                Some(Err((message, line))) => (format!("cannot parse JSON: {message}"), Some(line)),
+                None => {
+                    let (message, line) = yaml_error(&err);
+                    (format!("cannot parse YAML: {message}"), line)
+                }
+            };
+            let line = chunk.first_line.saturating_add(line.unwrap_or(1).saturating_sub(1));
+            let mut output = ChunkOutput::default();
+            output.diagnostics.push(Diagnostic::error(message).at(Source::new(file.clone(), line)));
+            return output;
+        }
+    };
+    documents(file, chunk, options, docs)
+}
+
+/// A stream of JSON values (`{..} {..}`), each with the line it starts on.
+fn json_stream(text: &str) -> Result<Vec<(u32, DocRoot)>, (String, u32)> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let mut docs = Vec::new();
+    loop {
+        let start = stream.byte_offset();
+        let rest = &text[start..];
+        let value_start = start + (rest.len() - rest.trim_start().len());
+        let line = 1 + text.as_bytes()[..value_start].iter().filter(|&&b| b == b'\n').count();
+        match stream.next() {
+            None => return Ok(docs),
+            Some(Ok(value)) => docs.push((line_u32(line), DocRoot { value, item_lines: Vec::new() })),
+            Some(Err(err)) => {
+                let message = err.to_string();
+                let message = message.rfind(" at line ").map_or(message.as_str(), |i| &message[..i]);
+                return Err((message.to_string(), line_u32(err.line()).max(1)));
+            }
+        }
+    }
+}
+
+/// Turns the documents of a chunk (with their chunk-relative lines) into objects
+/// and diagnostics.
+fn documents(
+    file: &Arc<str>,
+    chunk: Chunk<'_>,
+    options: &LoadOptions,
+    docs: Vec<(u32, DocRoot)>,
+) -> ChunkOutput {
+    let mut output = ChunkOutput::default();
+    let lines = OnceLock::new();
+    for (doc_index, (relative_line, root)) in docs.into_iter().enumerate() {
+        let ctx = DocContext { file, chunk, options, doc_index, lines: &lines };
+        let doc_line = ctx.at_line(relative_line);
+        match root.value {
+            Value::Array(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    let line = root.item_lines.get(i).map_or(doc_line, |&l| ctx.at_line(l));
+                    ctx.object(item, vec![Step::Index(i)], line, None, &mut output);
+                }
+            }
+            Value::Object(_) if is_list(&root.value) => ctx.list(root, doc_line, &mut output),
+            Value::Object(_) => ctx.object(root.value, Vec::new(), doc_line, None, &mut output),
+            other => output.diagnostics.push(
+                Diagnostic::error(format!(
+                    "expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
+                    describe(&other)
+                ))
+                .at(Source::new(file.clone(), doc_line)),
+            ),
+        }
+    }
+    output
+}
+
+fn line_of<T>(spanned: &Spanned<T>) -> u32 {
+    u32::try_from(spanned.referenced.line())
+        .unwrap_or(u32::MAX)
+        .max(1)
+}
+
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "nothing (null)",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+fn str_field<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// `kind: List` or a typed list (`DeviceClassList`) with `items`.
+fn is_list(value: &Value) -> bool {
+    match str_field(value, "kind") {
+        Some("List") => true,
+        Some(kind) => kind.ends_with("List") && value.get("items").is_some_and(Value::is_array),
+        None => false,
+    }
+}
+
+/// Group versions of resource.k8s.io that are not read (objects must be v1).
+const OLD_RESOURCE_VERSIONS: &[&str] = &[
+    "resource.k8s.io/v1alpha3",
+    "resource.k8s.io/v1beta1",
+    "resource.k8s.io/v1beta2",
+];
+
+const DRA_KINDS: &[&str] = &[
+    "DeviceClass",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+    "ResourceSlice",
+    "DeviceTaintRule",
+];
+
+/// One document of a chunk, with what is needed to report positions in it.
+struct DocContext<'c> {
+    file: &'c Arc<str>,
+    chunk: Chunk<'c>,
+    options: &'c LoadOptions,
+    doc_index: usize,
+    /// Per-node lines of the chunk's documents, parsed only when a conversion error
+    /// needs them (`None` inside when that parse fails).
+    lines: &'c OnceLock<Option<Vec<LineTree>>>,
+}
+
+impl DocContext<'_> {
+    fn source(&self, line: u32) -> Source {
+        Source::new(self.file.clone(), line)
+    }
+
+    /// Converts a line relative to the chunk into a line of the input.
+    fn at_line(&self, relative: u32) -> u32 {
+        self.chunk
+            .first_line
+            .saturating_add(relative.saturating_sub(1))
+    }
+
+    fn line_tree(&self) -> Option<&LineTree> {
+        self.lines
+            .get_or_init(|| {
+                let options = saphyr_options(self.chunk.text.len(), self.options.max_depth);
+                serde_saphyr::from_multiple_with_options(self.chunk.text, options).ok()
+            })
+            .as_ref()
+            .and_then(|trees| trees.get(self.doc_index))
+    }
+
+    fn list(&self, root: DocRoot, doc_line: u32, output: &mut ChunkOutput) {
+        let Value::Object(mut map) = root.value else {
+            return;
+        };
+        let list_kind = map
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let list_api_version = map
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        // A typed list (`DeviceClassList`) may omit kind and apiVersion in its items.
+        let item_type = (list_kind != "List").then(|| {
+            (
+                list_api_version.clone(),
+                list_kind.trim_end_matches("List").to_string(),
+            )
+        });
+        match map.remove("items") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    let line = root
+                        .item_lines
+                        .get(i)
+                        .map_or(doc_line, |&l| self.at_line(l));
+                    let path = vec![Step::Key("items".to_string()), Step::Index(i)];
+                    if item.get("kind").and_then(Value::as_str).is_some_and(|k| {
+                        k == "List" || k.ends_with("List") && item.get("items").is_some()
+                    }) {
+                        output.diagnostics.push(
+                            Diagnostic::error("a List inside a List is not supported")
+                                .at(self.source(line)),
+                        );
+                        continue;
+                    }
+                    self.object(item, path, line, item_type.as_ref(), output);
+                }
+            }
+            Some(other) => output.diagnostics.push(
+                Diagnostic::error(format!("items must be a list, found {}", describe(&other)))
+                    .at(self.source(doc_line))
+                    .field("items"),
+            ),
+        }
+    }
+
+    /// Decodes one object found at `path` in the document.
+    fn object(
+        &self,
+        value: Value,
+        path: Vec<Step>,
+        line: u32,
+        item_type: Option<&(String, String)>,
+        output: &mut ChunkOutput,
+    ) {
+        let source = self.source(line);
+        if !value.is_object() {
+            output.diagnostics.push(
+                Diagnostic::error(format!(
+                    "expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
+                    describe(&value)
+                ))
+                .at(source),
+            );
+            return;
+        }
+        let api_version = str_field(&value, "apiVersion")
+            .map(str::to_string)
+            .or_else(|| item_type.map(|(v, _)| v.clone()));
+        let kind = str_field(&value, "kind")
+            .map(str::to_string)
+            .or_else(|| item_type.map(|(_, k)| k.clone()));
+        let (api_version, kind) = match (api_version, kind) {
+            (Some(a), Some(k)) if !a.is_empty() && !k.is_empty() => (a, k),
+            (a, k) => {
+                let missing = match (
+                    a.as_deref().unwrap_or_default(),
+                    k.as_deref().unwrap_or_default(),
+                ) {
+                    ("", "") => "apiVersion and kind",
+                    ("", _) => "apiVersion",
+                    _ => "kind",
+                };
+                output.diagnostics.push(
+                    Diagnostic::error(format!("object has no {missing}; cannot tell what it is"))
+                        .at(source),
+                );
+                return;
+            }
+        };
+        let object_ref = value_object_ref(&value, &kind);
+        if OLD_RESOURCE_VERSIONS.contains(&api_version.as_str())
+            && DRA_KINDS.contains(&kind.as_str())
+        {
+            output.diagnostics.push(
+                Diagnostic::error(format!(
+                    "{api_version} is not supported: dra reads resource.k8s.io/v1 (Kubernetes 1.34 and later); \
+                     convert the object (kubectl convert --output-version resource.k8s.io/v1) or re-export it \
+                     from a cluster that serves resource.k8s.io/v1"
+                ))
+                .at(source)
+                .on(object_ref),
+            );
+            return;
+        }
+        match decode(&api_version, &kind, value) {
+            None => {
+                let message = match supported_kinds().iter().find(|k| k.kind == kind) {
+                    Some(known) => format!(
+                        "{kind} in {api_version} is not supported (dra reads {}); skipped",
+                        known.api_version
+                    ),
+                    None => format!("unknown kind {kind} (apiVersion {api_version}); skipped"),
+                };
+                output
+                    .diagnostics
+                    .push(Diagnostic::warning(message).at(source).on(object_ref));
+            }
+            Some(Ok(mut object)) => {
+                apply_object_defaults(&mut object);
+                output.objects.push(Decoded { source, object });
+            }
+            Some(Err(err)) => {
+                let steps: Vec<Step> = err
+                    .path()
+                    .iter()
+                    .filter_map(|segment| match segment {
+                        serde_path_to_error::Segment::Seq { index } => Some(Step::Index(*index)),
+                        serde_path_to_error::Segment::Map { key } => Some(Step::Key(key.clone())),
+                        serde_path_to_error::Segment::Enum { variant } => {
+                            Some(Step::Key(variant.clone()))
+                        }
+                        serde_path_to_error::Segment::Unknown => None,
+                    })
+                    .collect();
+                let mut full = path;
+                full.extend(steps.iter().cloned());
+                let error_line = self
+                    .line_tree()
+                    .map_or(line, |tree| self.at_line(tree.line_at(&full)));
+                let mut diagnostic = Diagnostic::error(err.inner().to_string())
+                    .at(self.source(error_line))
+                    .on(object_ref);
+                if !steps.is_empty() {
+                    diagnostic = diagnostic.field(field_path(&steps));
+                }
+                output.diagnostics.push(diagnostic);
+            }
+        }
+    }
+}
+
+/// Names an object from generic data (before it is typed).
+fn value_object_ref(value: &Value, kind: &str) -> ObjectRef {
+    let metadata = value.get("metadata");
+    let name = metadata
+        .and_then(|m| str_field(m, "name"))
+        .unwrap_or_default();
+    let namespaced = supported_kinds()
+        .iter()
+        .find(|k| k.kind == kind)
+        .map(|k| k.namespaced);
+    let namespace = metadata.and_then(|m| str_field(m, "namespace"));
+    let namespace = match namespaced {
+        Some(true) => Some(namespace.filter(|n| !n.is_empty()).unwrap_or("default")),
+        Some(false) => None,
+        None => namespace,
+    };
+    ObjectRef::new(kind, namespace, name)
+}
+
+/// Renders a path the way Kubernetes field errors do, quoting map keys that are
+/// not plain identifiers: `spec.devices[3].attributes["gpu.example.com/model"]`.
+pub(crate) fn field_path(steps: &[Step]) -> String {
+    let mut out = String::new();
+    for step in steps {
+        match step {
+            Step::Index(i) => {
+                out.push('[');
+                out.push_str(&i.to_string());
+                out.push(']');
+            }
+            Step::Key(key)
+                if !key.is_empty()
+                    && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') =>
+            {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Step::Key(key) => {
+                out.push('[');
+                out.push_str(&format!("{key:?}"));
+                out.push(']');
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,58 @@
+//! Loading the command's input: the given files, or the built-in example cluster.
+
+use std::path::PathBuf;
+
+use dra_api::{Diagnostic, LoadOptions, Loaded};
+
+use crate::Failure;
+use crate::output::Out;
+
+/// The built-in example: a platform team halfway through moving GPU workloads from the device
+/// plugin to DRA (also in `examples/gpu-migration/cluster.yaml`).
+pub const BUILTIN_EXAMPLE: &str = include_str!("../../../examples/gpu-migration/cluster.yaml");
+/// How the built-in example is named in diagnostics.
+pub const BUILTIN_NAME: &str = "<builtin:gpu-migration>";
+
+/// Loads `files` (or the built-in example when there are none) and prints load diagnostics on
+/// stderr. Errors stop the command: a simulation of half-read input would mislead.
+pub fn load(out: &Out, files: &[PathBuf]) -> Result<Loaded, Failure> {
+    let loaded = if files.is_empty() {
+        out.diagnostic(
+            "note",
+            "no input files: using the built-in example cluster (examples/gpu-migration/cluster.yaml)",
+        );
+        dra_api::load_str(BUILTIN_NAME, BUILTIN_EXAMPLE)
+    } else {
+        dra_api::load_paths(files, &LoadOptions::default())
+            .map_err(|e| Failure::Input(e.to_string()))?
+    };
+    report(out, &loaded.diagnostics);
+    if loaded.has_errors() {
+        return Err(Failure::Input(format!(
+            "{} error(s) in the input",
+            loaded.diagnostics.iter().filter(|d| d.is_error()).count()
+        )));
+    }
+    Ok(loaded)
+}
+
+/// Prints diagnostics on stderr.
+pub fn report(out: &Out, diagnostics: &[Diagnostic]) {
+    for d in diagnostics {
+        // The severity is part of the diagnostic's own text; colour only the prefix.
+        let text = d.to_string();
+        let level = if d.is_error() { "error" } else { "warning" };
+        let marker = format!("{level}: ");
+        match text.find(&marker) {
+            Some(at) if out.color => {
+                let code = if d.is_error() { "31" } else { "33" };
+                eprintln!(
+                    "{}\x1b[1;{code}m{level}\x1b[0m: {}",
+                    &text[..at],
+                    &text[at + marker.len()..]
+                );
+            }
+            _ => eprintln!("{text}"),
+        }
+    }
+}

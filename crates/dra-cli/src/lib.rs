@@ -1,0 +1,87 @@
+//! `dra-cli`: the `dra` binary (also installed as `kubectl-dra`). The only crate of the
+//! workspace that parses arguments or prints.
+//!
+//! `main` parses the command line ([`cli`]), loads input through `dra-api` ([`input`]), runs
+//! one command from [`commands`] and maps the result to the documented exit codes:
+//! 0 success, 1 findings (lint problems, pending pods, claims that do not fit), 2 usage or
+//! input errors. A closed stdout is a success.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod cli;
+mod commands;
+mod input;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::output::Out;
+
+/// How a command ended when it did not simply succeed.
+#[derive(Debug)]
+pub enum Failure {
+    /// Findings: the command worked and the answer is "no" (exit 1).
+    Findings,
+    /// Bad input or usage; the message was printed already or is printed by `main` (exit 2).
+    Input(String),
+    /// Stdout was closed by the reader.
+    BrokenPipe,
+    /// A bug or an environment problem (exit 2).
+    Internal(String),
+}
+
+impl Failure {
+    pub(crate) fn from_io(e: std::io::Error) -> Failure {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Failure::BrokenPipe
+        } else {
+            Failure::Internal(format!("cannot write output: {e}"))
+        }
+    }
+}
+
+/// Exit code for findings.
+pub const EXIT_FINDINGS: u8 = 1;
+/// Exit code for usage and input errors.
+pub const EXIT_INPUT: u8 = 2;
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // `--help` and `--version` are not errors.
+            let code = if e.use_stderr() { EXIT_INPUT } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let out = Out::new(cli.output, cli.color);
+    let result = match cli.command {
+        Command::Simulate(args) => commands::simulate::run(&out, &args),
+        Command::Explain(args) => commands::explain::run(&out, &args),
+        Command::Allocate(args) => commands::allocate::run(&out, &args),
+        Command::Lint(args) => commands::lint::run(&out, &args),
+        Command::Migrate(args) => commands::migrate::run(&out, &args),
+        Command::Audit(args) => commands::audit::run(&out, &args),
+        Command::Status(args) => commands::status::run(&out, &args),
+        Command::Gen(args) => commands::gen_cmd::run(&out, &args),
+        Command::Bench(args) => commands::bench::run(&out, &args),
+    };
+    match result {
+        Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Failure::Findings) => ExitCode::from(EXIT_FINDINGS),
+        Err(Failure::Input(message)) => {
+            if !message.is_empty() {
+                out.diagnostic("error", &message);
+            }
+            ExitCode::from(EXIT_INPUT)
+        }
+        Err(Failure::Internal(message)) => {
+            out.diagnostic("error", &message);
+            ExitCode::from(EXIT_INPUT)
+        }
+    }
+}

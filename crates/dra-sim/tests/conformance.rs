@@ -1,0 +1,245 @@
+//! The conformance corpus (`conformance/cases`, expected results from the upstream 1.37
+//! allocator) through the reference loop: one runner for every case.
+//!
+//! Each case's output is normalised like `conformance/normalize.py` does and compared with
+//! `expected.json`. All failures are listed before the test fails. `DRA_CASE=<substring>`
+//! limits the run to matching cases.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+fn cases_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/cases")
+}
+
+fn milli(value: &Value) -> Value {
+    let text = match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match dra_types::Quantity::parse(&text) {
+        // Exact integer milli-units, rounded up like Quantity.MilliValue().
+        Ok(q) => {
+            let nanos = q.as_nanos();
+            let milli = nanos.div_euclid(1_000_000) + i128::from(nanos.rem_euclid(1_000_000) != 0);
+            Value::String(milli.to_string())
+        }
+        Err(e) => Value::String(format!("<bad quantity {text}: {e}>")),
+    }
+}
+
+fn prune(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                let v = prune(v);
+                let empty = match &v {
+                    Value::Null => true,
+                    Value::String(s) => s.is_empty(),
+                    Value::Array(a) => a.is_empty(),
+                    Value::Object(o) => o.is_empty(),
+                    _ => false,
+                };
+                if !empty {
+                    out.insert(k, v);
+                }
+            }
+            Value::Object(out)
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(prune).collect()),
+        other => other,
+    }
+}
+
+fn pick(object: &Value, keys: &[&str]) -> Value {
+    let mut out = Map::new();
+    for key in keys {
+        if let Some(v) = object.get(*key) {
+            out.insert((*key).to_string(), v.clone());
+        }
+    }
+    prune(Value::Object(out))
+}
+
+fn device_result(r: &Value) -> Value {
+    let mut out = Map::new();
+    for key in ["request", "driver", "pool", "device"] {
+        out.insert(key.to_string(), r.get(key).cloned().unwrap_or(Value::Null));
+    }
+    if r.get("adminAccess") == Some(&Value::Bool(true)) {
+        out.insert("adminAccess".into(), Value::Bool(true));
+    }
+    let tolerations: Vec<Value> = r
+        .get("tolerations")
+        .and_then(Value::as_array)
+        .map(|t| {
+            t.iter()
+                .map(|t| pick(t, &["key", "operator", "value", "effect", "tolerationSeconds"]))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !tolerations.is_empty() {
+        out.insert("tolerations".into(), Value::Array(tolerations));
+    }
+    for key in ["bindingConditions", "bindingFailureConditions"] {
+        if let Some(v) = r.get(key).filter(|v| v.as_array().is_some_and(|a| !a.is_empty())) {
+            out.insert(key.to_string(), v.clone());
+        }
+    }
+    if let Some(consumed) = r.get("consumedCapacity").and_then(Value::as_object)
+        && !consumed.is_empty()
+    {
+        let map = consumed.iter().map(|(k, v)| (k.clone(), milli(v))).collect();
+        out.insert("consumedCapacity".into(), Value::Object(map));
+    }
+    if r.get("shareID").is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
+        out.insert("shareID".into(), Value::String("<share>".into()));
+    }
+    Value::Object(out)
+}
+
+fn allocation(a: &Value) -> Value {
+    let devices = a.get("devices").cloned().unwrap_or(Value::Null);
+    let results: Vec<Value> = devices
+        .get("results")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().map(device_result).collect())
+        .unwrap_or_default();
+    let mut devices_out = Map::new();
+    devices_out.insert("results".into(), Value::Array(results));
+    let config: Vec<Value> = devices
+        .get("config")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().map(|c| pick(c, &["source", "requests", "opaque"])).collect())
+        .unwrap_or_default();
+    if !config.is_empty() {
+        devices_out.insert("config".into(), Value::Array(config));
+    }
+    let mut out = Map::new();
+    out.insert("devices".into(), Value::Object(devices_out));
+    let selector = prune(a.get("nodeSelector").cloned().unwrap_or(Value::Null));
+    if selector.as_object().is_some_and(|o| !o.is_empty()) {
+        out.insert("nodeSelector".into(), selector);
+    }
+    Value::Object(out)
+}
+
+/// The canonical form of a result document, as `conformance/normalize.py` computes it,
+/// without `errorText` (never compared).
+fn normalize(doc: &Value) -> Vec<Value> {
+    doc["results"]
+        .as_array()
+        .expect("results list")
+        .iter()
+        .map(|p| {
+            let error = match p.get("error") {
+                Some(Value::Bool(b)) => *b,
+                Some(Value::String(s)) => !s.is_empty(),
+                _ => false,
+            };
+            let allocations: Map<String, Value> = p
+                .get("allocations")
+                .and_then(Value::as_object)
+                .map(|a| a.iter().map(|(k, v)| (k.clone(), allocation(v))).collect())
+                .unwrap_or_default();
+            serde_json::json!({
+                "pod": p["pod"],
+                "node": p.get("node").filter(|n| n.as_str().is_some_and(|s| !s.is_empty())).cloned().unwrap_or(Value::Null),
+                "status": p["status"],
+                "allocations": allocations,
+                "error": error,
+            })
+        })
+        .collect()
+}
+
+fn first_difference(expected: &Value, actual: &Value, path: &str) -> Option<String> {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            let mut keys: Vec<&String> = e.keys().chain(a.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            for key in keys {
+                let sub = format!("{path}.{key}");
+                match (e.get(key), a.get(key)) {
+                    (Some(x), Some(y)) => {
+                        if let Some(d) = first_difference(x, y, &sub) {
+                            return Some(d);
+                        }
+                    }
+                    (x, y) => return Some(format!("{sub}: expected {x:?}, got {y:?}")),
+                }
+            }
+            None
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            for (i, (x, y)) in e.iter().zip(a).enumerate() {
+                if let Some(d) = first_difference(x, y, &format!("{path}[{i}]")) {
+                    return Some(d);
+                }
+            }
+            (e.len() != a.len())
+                .then(|| format!("{path}: expected {} items, got {}", e.len(), a.len()))
+        }
+        (e, a) => (e != a).then(|| format!("{path}: expected {e}, got {a}")),
+    }
+}
+
+fn run_case(dir: &Path) -> Result<(), String> {
+    let loaded = dra_api::load_paths(&[dir.join("cluster.yaml")], &dra_api::LoadOptions::default())
+        .map_err(|e| e.to_string())?;
+    if loaded.has_errors() {
+        return Err(format!("load: {:?}", loaded.diagnostics));
+    }
+    let input = dra_sim::SimInput::from_cluster(&loaded.cluster);
+    let report = dra_sim::run_first_fit(&input).map_err(|e| e.to_string())?;
+    let actual = normalize(&serde_json::to_value(&report).map_err(|e| e.to_string())?);
+    let expected_doc: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("expected.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let expected: Vec<Value> = expected_doc["results"]
+        .as_array()
+        .expect("expected results")
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.as_object_mut().map(|o| o.remove("errorText"));
+            p
+        })
+        .collect();
+    match first_difference(&Value::Array(expected), &Value::Array(actual), "results") {
+        None => Ok(()),
+        Some(d) => Err(d),
+    }
+}
+
+#[test]
+fn conformance_corpus() {
+    let filter = std::env::var("DRA_CASE").unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir())
+        .expect("conformance/cases exists")
+        .map(|e| e.expect("readable").path())
+        .filter(|p| p.join("cluster.yaml").exists())
+        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains(&filter)))
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty(), "no conformance cases found");
+    let failures: Vec<String> = dirs
+        .iter()
+        .filter_map(|dir| {
+            run_case(dir).err().map(|e| {
+                format!("FAIL {}: {e}", dir.file_name().unwrap_or_default().to_string_lossy())
+            })
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{}",
+        failures.len(),
+        dirs.len(),
+        failures.join("\n")
+    );
+}

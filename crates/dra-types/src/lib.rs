@@ -1,0 +1,35 @@
+//! Pure value types with exact Kubernetes semantics, shared by every dra crate.
+//!
+//! * [`Quantity`]: `resource.Quantity` from k8s.io/apimachinery: parsing with every
+//!   suffix and exponent, rounding up to nano units, the BinarySI cap, exact
+//!   comparison and arithmetic, and the canonical string form the API server writes.
+//! * [`Semver`]: a semantic version as `github.com/blang/semver/v4` parses (strict)
+//!   and orders it (build metadata carries no precedence).
+//!
+//! This crate has no knowledge of Kubernetes objects; `dra-api` and `dra-cel` build on it.
+//!
+//! Key decision: both types are hand-written to reproduce Go's behaviour, quirks
+//! included (see the module docs), because values computed here are written back to
+//! the API (`consumedCapacity`, counters) and compared with what Kubernetes computes.
+//!
+//! ```
+//! use dra_types::{Format, Quantity, Semver};
+//!
+//! let q: Quantity = "1.5Gi".parse().unwrap();
+//! assert_eq!(q.to_string(), "1536Mi");
+//! assert_eq!(q, "1610612736".parse().unwrap());
+//! assert_eq!(q.format(), Format::BinarySI);
+//! let half = Quantity::parse("0.5").unwrap();
+//! assert_eq!(half.to_string(), "500m");
+//!
+//! let a = Semver::parse("1.2.3-rc.1+build.5").unwrap();
+//! assert!(a < Semver::parse("1.2.3").unwrap());
+//! assert_eq!(a, Semver::parse("1.2.3-rc.1").unwrap()); // build metadata has no precedence
+//! assert_eq!(Semver::parse_tolerant("v1.2").unwrap().to_string(), "1.2.0");
+//! ```
+
+mod quantity;
+mod semver;
+
+pub use quantity::{Format, MAX_BINARY_FRACTION_DIGITS, Quantity, QuantityError};
+pub use semver::{Semver, SemverError, VersionPart};
