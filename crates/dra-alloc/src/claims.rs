@@ -83,6 +83,10 @@ pub struct PreparedClaim {
     pub requests: Vec<PreparedRequest>,
     pub constraints: Vec<ConstraintSpec>,
     pub config: Vec<DeviceClaimConfiguration>,
+    /// Upstream's per-claim preprocessing cannot fail for this claim on any node: classes
+    /// exist, selectors are present, every request is `ExactCount`, at most 32 devices. Such
+    /// claims may be rejected by a cheap check before the search.
+    pub(crate) plain: bool,
 }
 
 impl PreparedClaim {
@@ -94,13 +98,13 @@ impl PreparedClaim {
     /// Prepares a claim; the claim's namespace defaults to `default`.
     pub fn new(index: &Index, claim: &ResourceClaim) -> PreparedClaim {
         let devices = claim.spec.as_ref().and_then(|s| s.devices.as_ref());
-        let requests = devices
+        let requests: Vec<PreparedRequest> = devices
             .and_then(|d| d.requests.as_deref())
             .unwrap_or_default()
             .iter()
             .map(|r| prepare_request(index, r))
             .collect();
-        let constraints = devices
+        let constraints: Vec<ConstraintSpec> = devices
             .and_then(|d| d.constraints.as_deref())
             .unwrap_or_default()
             .iter()
@@ -121,7 +125,9 @@ impl PreparedClaim {
                 }
             })
             .collect();
+        let plain = is_plain(&requests, &constraints);
         PreparedClaim {
+            plain,
             namespace: claim
                 .metadata
                 .namespace
@@ -133,6 +139,32 @@ impl PreparedClaim {
             config: devices.and_then(|d| d.config.clone()).unwrap_or_default(),
         }
     }
+}
+
+fn is_plain(requests: &[PreparedRequest], constraints: &[ConstraintSpec]) -> bool {
+    let plain_spec = |s: &RequestSpec| {
+        s.class.is_some()
+            && s.selector_set.is_some()
+            && s.empty_selector.is_none()
+            && s.mode == AllocationMode::ExactCount
+            && s.capacity.is_ok()
+            && s.admin_access.is_none()
+            && s.count >= 0
+    };
+    let mut min_devices: i64 = 0;
+    for request in requests {
+        match &request.body {
+            RequestBody::Exact(spec) if plain_spec(spec) => min_devices += spec.count,
+            RequestBody::FirstAvailable(subs) if subs.iter().all(plain_spec) => {
+                min_devices += subs.iter().map(|s| s.count).min().unwrap_or(0);
+            }
+            _ => return false,
+        }
+        if min_devices > 32 {
+            return false;
+        }
+    }
+    constraints.iter().all(|c| !matches!(c, ConstraintSpec::Empty))
 }
 
 fn prepare_request(index: &Index, request: &DeviceRequest) -> PreparedRequest {

@@ -234,8 +234,9 @@ pub struct Index {
     node_by_name: HashMap<String, NodeId>,
     pub(crate) slices: Vec<SliceEntry>,
     pub(crate) devices: Vec<DeviceEntry>,
-    key_names: Vec<(Arc<str>, Arc<str>, Arc<str>)>,
-    key_by_name: HashMap<(Arc<str>, Arc<str>, Arc<str>), DeviceKey>,
+    key_names: Vec<(Arc<str>, Arc<str>, Box<str>)>,
+    /// `driver \0 pool \0 device` -> key.
+    key_by_name: HashMap<String, DeviceKey>,
     pub(crate) slices_on_node: HashMap<String, Vec<SliceIdx>>,
     pub(crate) slices_shared: Vec<SliceIdx>,
     pub(crate) slices_by_pool: HashMap<(String, String), Vec<SliceIdx>>,
@@ -318,14 +319,14 @@ impl Index {
         Ok(index)
     }
 
-    fn intern_key(&mut self, driver: &str, pool: &str, device: &str) -> DeviceKey {
-        let probe: (Arc<str>, Arc<str>, Arc<str>) = (driver.into(), pool.into(), device.into());
-        if let Some(key) = self.key_by_name.get(&probe) {
+    fn intern_key(&mut self, driver: &Arc<str>, pool: &Arc<str>, device: &str) -> DeviceKey {
+        let name = key_text(driver, pool, device);
+        if let Some(key) = self.key_by_name.get(&name) {
             return *key;
         }
         let key = DeviceKey(self.key_names.len() as u32);
-        self.key_names.push(probe.clone());
-        self.key_by_name.insert(probe, key);
+        self.key_names.push((driver.clone(), pool.clone(), device.into()));
+        self.key_by_name.insert(name, key);
         key
     }
 
@@ -366,8 +367,10 @@ impl Index {
             });
         }
         let start = self.devices.len() as u32;
+        let driver: Arc<str> = spec.driver.as_str().into();
+        let pool: Arc<str> = spec.pool.name.as_str().into();
         for (d, device) in spec.devices.iter().flatten().enumerate() {
-            let key = self.intern_key(&spec.driver, &spec.pool.name, &device.name);
+            let key = self.intern_key(&driver, &pool, &device.name);
             let mut capacity = BTreeMap::new();
             let mut raw_capacity = Vec::new();
             for (name, cap) in device.capacity.iter().flatten() {
@@ -532,8 +535,7 @@ impl Index {
 
     /// The key of a device name triple, if any slice has such a device.
     pub fn device_key(&self, driver: &str, pool: &str, device: &str) -> Option<DeviceKey> {
-        let probe: (Arc<str>, Arc<str>, Arc<str>) = (driver.into(), pool.into(), device.into());
-        self.key_by_name.get(&probe).copied()
+        self.key_by_name.get(&key_text(driver, pool, device)).copied()
     }
 
     /// `(driver, pool, device)` of a key.
@@ -579,6 +581,16 @@ impl Index {
             crate::selectors::build_cel_input(driver, device)
         })
     }
+}
+
+fn key_text(driver: &str, pool: &str, device: &str) -> String {
+    let mut text = String::with_capacity(driver.len() + pool.len() + device.len() + 2);
+    text.push_str(driver);
+    text.push('\0');
+    text.push_str(pool);
+    text.push('\0');
+    text.push_str(device);
+    text
 }
 
 /// Whether a DeviceTaintRule's selector picks a device. A rule without a selector selects

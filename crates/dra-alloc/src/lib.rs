@@ -149,12 +149,23 @@ pub fn allocate(
         Ok(p) => p,
         Err(e) => return (Outcome::Fatal(e), Stats::default()),
     };
-    let facts = index.node_facts(node);
-    let mut search = match search::Search::new(index, state, facts, &pools, claims) {
+    if claims.iter().all(|c| c.plain) && search::cannot_fit(index, state, node, &pools, claims) {
+        return (
+            Outcome::Unsatisfiable(Unsatisfiable {
+                invalid_pools: pools.pools.iter().any(|p| p.invalid.is_some()),
+            }),
+            Stats::default(),
+        );
+    }
+    let mut search = match search::Search::new(index, state, node, &pools, claims) {
         Ok(s) => s,
         Err(message) => return (Outcome::Fatal(FatalError { message }), Stats::default()),
     };
-    let done = search.allocate_one(0, 0, 0, 0, false, (0, 0));
+    let done = if search.might_fit() {
+        search.allocate_one(0, 0, 0, 0, false, (0, 0))
+    } else {
+        Ok(false)
+    };
     let stats = Stats { steps: search.steps };
     let outcome = match done {
         Err(search::Stop::Fatal(message)) => Outcome::Fatal(FatalError { message }),

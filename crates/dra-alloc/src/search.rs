@@ -7,16 +7,17 @@
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::DeviceToleration;
 
 use crate::claims::{AllocationMode, ConstraintSpec, PreparedClaim, RequestBody, RequestSpec};
-use crate::index::{AttrValue, Capacity, ClassId, DeviceIdx, DeviceKey, Index, RequestPolicy};
+use crate::index::{AttrValue, Capacity, ClassId, DeviceIdx, DeviceKey, Index, NodeId, RequestPolicy};
 use crate::node_selector::NodeFacts;
 use crate::pools::{NodePools, node_matches};
 use crate::quantity;
-use crate::selectors::{Match, SelectorOrigin};
+use crate::selectors::{Candidates, Match, SelectorOrigin};
 use crate::state::AllocatedState;
 
 /// `AllocationResultsMaxSize`.
@@ -41,6 +42,8 @@ pub(crate) struct RequestData<'a> {
     pub num_devices: i64,
     /// The devices of an `All` request, in pool order: (pool index, device).
     pub all_devices: Vec<(usize, DeviceIdx)>,
+    /// The devices the request's selectors pick on this node.
+    pub candidates: Arc<Candidates>,
 }
 
 impl RequestData<'_> {
@@ -218,6 +221,15 @@ impl ConstraintState {
     }
 }
 
+/// Formats a claim as `namespace/name` only when an error message needs it.
+struct ClaimName<'a>(&'a PreparedClaim);
+
+impl std::fmt::Display for ClaimName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.0.namespace, self.0.name)
+    }
+}
+
 /// Counters of one pool: counter set -> counter -> value.
 type CounterSets = BTreeMap<String, BTreeMap<String, Quantity>>;
 
@@ -226,6 +238,7 @@ pub(crate) struct Search<'a> {
     pub index: &'a Index,
     pub state: &'a AllocatedState,
     pub node: &'a NodeFacts,
+    pub node_id: NodeId,
     pub pools: &'a NodePools,
     pub claims: &'a [&'a PreparedClaim],
     /// `[claim][request][subrequest]`; exact requests have one entry.
@@ -251,14 +264,15 @@ impl<'a> Search<'a> {
     pub fn new(
         index: &'a Index,
         state: &'a AllocatedState,
-        node: &'a NodeFacts,
+        node_id: NodeId,
         pools: &'a NodePools,
         claims: &'a [&'a PreparedClaim],
     ) -> Result<Search<'a>, String> {
         let mut search = Search {
             index,
             state,
-            node,
+            node: index.node_facts(node_id),
+            node_id,
             pools,
             claims,
             requests: Vec::with_capacity(claims.len()),
@@ -332,7 +346,7 @@ impl<'a> Search<'a> {
         spec: &'a RequestSpec,
         parent: Option<&'a str>,
     ) -> Result<RequestData<'a>, String> {
-        let claim_name = claim.display_name();
+        let claim_name = ClaimName(claim);
         if let Some(i) = spec.empty_selector {
             return Err(format!(
                 "claim {claim_name}, request {}, selector #{i}: CEL expression empty (unsupported selector type?)",
@@ -360,12 +374,17 @@ impl<'a> Search<'a> {
         if let Err(e) = &spec.capacity {
             return Err(format!("claim {claim_name}, request {}: {e}", spec.name));
         }
+        let candidates = match &spec.selector_set {
+            Some(set) => set.set.candidates(self.index, self.node_id, self.pools),
+            None => Arc::new(Candidates::default()),
+        };
         let mut data = RequestData {
             spec,
             parent,
             class,
             num_devices: 0,
             all_devices: Vec::new(),
+            candidates,
         };
         match &spec.mode {
             AllocationMode::ExactCount => data.num_devices = spec.count,
@@ -659,6 +678,9 @@ impl<'a> Search<'a> {
 
         let admin = data.spec.admin();
         let (start_pool, start_device) = start;
+        if !data.candidates.has_error {
+            return self.search_candidates(claim, request, sub, device_index, allocate_sub_request, start);
+        }
         for p in start_pool..self.pools.pools.len() {
             let pool = &self.pools.pools[p];
             if !pool.usable() {
@@ -707,6 +729,119 @@ impl<'a> Search<'a> {
             }
         }
         Ok(false)
+    }
+
+    /// The device loop of `allocateOne` over the precomputed selectable devices (no device of
+    /// the node makes the selectors fail). Equivalent to upstream's scan: the devices it skips
+    /// here are exactly those upstream finds not selectable. Subtrees that cannot hold a
+    /// solution because fewer free devices remain than the request still needs are cut.
+    fn search_candidates(
+        &mut self,
+        claim: usize,
+        request: usize,
+        sub: usize,
+        device_index: i64,
+        allocate_sub_request: bool,
+        start: (usize, usize),
+    ) -> Result<bool, Stop> {
+        let data = &self.requests[claim][request][sub];
+        let candidates = data.candidates.clone();
+        let admin = data.spec.admin();
+        let needed = data.num_devices - device_index;
+        let entries = &candidates.entries;
+        let first = entries.partition_point(|e| (e.pool as usize, e.position as usize) < start);
+        let usable = |search: &Search<'_>, key: DeviceKey| {
+            if admin {
+                !search.allocating_for_claim(key, claim)
+            } else {
+                !search.device_in_use(key)
+            }
+        };
+        let mut free = 0i64;
+        for e in &entries[first..] {
+            if usable(self, e.key) {
+                free += 1;
+                if free >= needed {
+                    break;
+                }
+            }
+        }
+        if free < needed {
+            return Ok(false);
+        }
+        for e in &entries[first..] {
+            if !usable(self, e.key) {
+                continue;
+            }
+            let data = &self.requests[claim][request][sub];
+            if self.index.features.consumable_capacity
+                && self.request_fits_capacity(data, e.device) != Some(true)
+            {
+                continue;
+            }
+            let (p, position) = (e.pool as usize, e.position as usize);
+            if !self.allocate_device(claim, request, sub, p, e.device, false)? {
+                continue;
+            }
+            match self.allocate_one(
+                claim,
+                request,
+                sub,
+                device_index + 1,
+                allocate_sub_request,
+                (p, position + 1),
+            ) {
+                Ok(true) => return Ok(true),
+                Ok(false) => self.undo_last_pick(claim),
+                Err(stop) => {
+                    self.undo_last_pick(claim);
+                    return Err(stop);
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// A cheap necessary condition checked before the search: every request finds at least
+    /// as many free selectable devices on the node as it needs (for `firstAvailable`, some
+    /// subrequest does). `false` proves there is no solution. Only used when no error can
+    /// occur in the search (no selector errors on the node, no `All` requests), so that
+    /// returning "no solution" early never hides an error upstream would report.
+    pub fn might_fit(&self) -> bool {
+        for claim in &self.requests {
+            for request in claim {
+                let mut any_sub_fits = false;
+                for data in request {
+                    if data.candidates.has_error || data.spec.mode == AllocationMode::All {
+                        return true;
+                    }
+                    let admin = data.spec.admin();
+                    let mut free = 0i64;
+                    for e in &data.candidates.entries {
+                        if admin || !self.state.is_exclusively_allocated(e.key) {
+                            free += 1;
+                            if free >= data.num_devices {
+                                break;
+                            }
+                        }
+                    }
+                    if free >= data.num_devices {
+                        any_sub_fits = true;
+                    }
+                }
+                if !any_sub_fits {
+                    return self.any_error_possible();
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether some request of the call could meet an error during the search.
+    fn any_error_possible(&self) -> bool {
+        self.requests.iter().flatten().flatten().any(|d| {
+            d.candidates.has_error || d.spec.mode == AllocationMode::All
+        })
     }
 
     /// `allocateDevice`: checks in upstream's order; on success records the pick.
@@ -880,6 +1015,51 @@ impl<'a> Search<'a> {
             self.release_counters(pick.pool, pick.device);
         }
     }
+}
+
+/// A cheap proof that plain claims (see [`PreparedClaim`]) have no solution on the node:
+/// some request, for each of its subrequests, finds fewer free selectable devices than it
+/// needs. Upstream's preprocessing cannot fail for plain claims, and with no selector error
+/// among the node's devices the search could not fail either, so "no solution" is exactly
+/// what upstream returns.
+pub(crate) fn cannot_fit(
+    index: &Index,
+    state: &AllocatedState,
+    node: NodeId,
+    pools: &NodePools,
+    claims: &[&PreparedClaim],
+) -> bool {
+    let mut lists = Vec::new();
+    let mut rejected = false;
+    for claim in claims {
+        for request in &claim.requests {
+            let specs: &[RequestSpec] = match &request.body {
+                RequestBody::Exact(spec) => std::slice::from_ref(spec),
+                RequestBody::FirstAvailable(subs) => subs,
+                RequestBody::Unknown => return false,
+            };
+            let mut any_fits = false;
+            for spec in specs {
+                let Some(set) = &spec.selector_set else {
+                    return false;
+                };
+                let candidates = set.set.candidates(index, node, pools);
+                let mut free = 0i64;
+                for e in &candidates.entries {
+                    if free >= spec.count {
+                        break;
+                    }
+                    if !state.is_exclusively_allocated(e.key) {
+                        free += 1;
+                    }
+                }
+                any_fits |= free >= spec.count;
+                lists.push(candidates);
+            }
+            rejected |= !any_fits;
+        }
+    }
+    rejected && lists.iter().all(|c| !c.has_error)
 }
 
 /// `taintPreventsAllocation`: a NoSchedule or NoExecute taint that no toleration tolerates.

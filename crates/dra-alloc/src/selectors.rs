@@ -10,9 +10,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
-use crate::index::{ClassId, DeviceEntry, DeviceIdx, Index};
+use crate::index::{ClassId, DeviceEntry, DeviceIdx, Index, NodeId};
+use crate::pools::{NodePools, node_matches};
 
 /// Where a failing selector lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +52,30 @@ pub struct SelectorSet {
     /// 0 = not evaluated, 1 = no, 2 = yes, 3 = failed (details in `failures`).
     results: Box<[AtomicU8]>,
     failures: Mutex<BTreeMap<u32, SelectorFailure>>,
+    /// Per node (allocated on first use): the devices of the node's usable pools this set
+    /// selects, in search order.
+    per_node: OnceLock<Box<[OnceLock<Arc<Candidates>>]>>,
+}
+
+/// The devices one selector set selects on one node, in search order: what upstream's search
+/// would find selectable, precomputed.
+#[derive(Debug, Default)]
+pub struct Candidates {
+    /// `(pool index, position in the pool, device)`, sorted by (pool, position).
+    pub entries: Vec<Candidate>,
+    /// Some device of the node's usable pools makes `isSelectable` fail (CEL or node-selector
+    /// error). The search then examines devices one by one, as upstream does, so that the
+    /// error surfaces exactly where upstream meets it; pruning is off.
+    pub has_error: bool,
+}
+
+/// One selectable device on a node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Candidate {
+    pub pool: u32,
+    pub position: u32,
+    pub device: DeviceIdx,
+    pub key: crate::index::DeviceKey,
 }
 
 /// A handle on an interned selector set.
@@ -120,6 +145,7 @@ impl SelectorCache {
                 request_selectors,
                 results: (0..index.devices.len()).map(|_| AtomicU8::new(0)).collect(),
                 failures: Mutex::new(BTreeMap::new()),
+                per_node: OnceLock::new(),
             }),
         };
         interner.count += 1;
@@ -160,6 +186,66 @@ impl SelectorSet {
         };
         self.results[device.0 as usize].store(code, Ordering::Release);
         outcome
+    }
+
+    /// The devices this set selects on `node` (whose pools are `pools`), computed on first use.
+    /// Evaluating every device of the node here is safe: results are cached, and errors are
+    /// only reported by the search when it reaches the device.
+    pub fn candidates(&self, index: &Index, node: NodeId, pools: &NodePools) -> Arc<Candidates> {
+        let per_node = self
+            .per_node
+            .get_or_init(|| (0..index.nodes.len()).map(|_| OnceLock::new()).collect());
+        per_node[node.0 as usize]
+            .get_or_init(|| Arc::new(self.compute_candidates(index, node, pools)))
+            .clone()
+    }
+
+    fn compute_candidates(&self, index: &Index, node: NodeId, pools: &NodePools) -> Candidates {
+        let facts = index.node_facts(node);
+        let mut out = Candidates::default();
+        for (p, pool) in pools.pools.iter().enumerate() {
+            if !pool.usable() {
+                continue;
+            }
+            for (position, &device) in pool.devices.iter().enumerate() {
+                let entry = index.device(device);
+                if !index.features.device_binding_and_status
+                    && entry.binding_conditions.as_ref().is_some_and(|c| !c.is_empty())
+                {
+                    continue;
+                }
+                match self.matches(index, device) {
+                    Match::No => continue,
+                    Match::Failed(_) => {
+                        out.has_error = true;
+                        continue;
+                    }
+                    Match::Yes => {}
+                }
+                if index.slice(entry.slice).per_device_node_selection_field {
+                    match node_matches(
+                        facts,
+                        entry.node_name.as_deref().unwrap_or_default(),
+                        entry.all_nodes,
+                        entry.node_selector.as_ref(),
+                    ) {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err(_) => {
+                            out.has_error = true;
+                            continue;
+                        }
+                    }
+                }
+                out.entries.push(Candidate {
+                    pool: p as u32,
+                    position: position as u32,
+                    device,
+                    key: entry.key,
+                });
+            }
+        }
+        out
     }
 
     /// The result if already known, without evaluating.

@@ -152,7 +152,16 @@ mod tests {
     }
 
     fn requests(claim: &ResourceClaim) -> &[k8s_openapi::api::resource::v1::DeviceRequest] {
-        claim.spec.as_ref().unwrap().devices.as_ref().unwrap().requests.as_deref().unwrap()
+        claim
+            .spec
+            .as_ref()
+            .unwrap()
+            .devices
+            .as_ref()
+            .unwrap()
+            .requests
+            .as_deref()
+            .unwrap()
     }
 
     #[test]
@@ -189,8 +198,16 @@ mod tests {
             ]
         );
         let sub = &requests(claim)[5].first_available.as_ref().unwrap()[0];
-        assert_eq!((sub.allocation_mode.as_deref(), sub.count), (Some("ExactCount"), Some(1)));
-        let operators: Vec<_> = sub.tolerations.iter().flatten().map(|t| t.operator.as_deref()).collect();
+        assert_eq!(
+            (sub.allocation_mode.as_deref(), sub.count),
+            (Some("ExactCount"), Some(1))
+        );
+        let operators: Vec<_> = sub
+            .tolerations
+            .iter()
+            .flatten()
+            .map(|t| t.operator.as_deref())
+            .collect();
         assert_eq!(operators, vec![Some("Equal"), Some("Exists")]);
     }
 
@@ -205,21 +222,37 @@ mod tests {
         let before = loaded.cluster.clone();
         apply_defaults(&mut loaded.cluster);
         assert_eq!(before.resource_claims, loaded.cluster.resource_claims);
-        assert_eq!(before.resource_claim_templates, loaded.cluster.resource_claim_templates);
+        assert_eq!(
+            before.resource_claim_templates,
+            loaded.cluster.resource_claim_templates
+        );
 
         let template = &loaded.cluster.resource_claim_templates[0].object;
         assert_eq!(template.metadata.namespace.as_deref(), Some("default"));
         let spec = template.spec.as_ref().unwrap().spec.as_ref().unwrap();
-        let exact = spec.devices.as_ref().unwrap().requests.as_ref().unwrap()[0].exactly.as_ref().unwrap();
+        let exact = spec.devices.as_ref().unwrap().requests.as_ref().unwrap()[0]
+            .exactly
+            .as_ref()
+            .unwrap();
         assert_eq!(exact.count, Some(1));
-        let result = &loaded.cluster.resource_claims[0].object.status.as_ref().unwrap().allocation.as_ref().unwrap()
+        let result = &loaded.cluster.resource_claims[0]
+            .object
+            .status
+            .as_ref()
+            .unwrap()
+            .allocation
+            .as_ref()
+            .unwrap()
             .devices
             .as_ref()
             .unwrap()
             .results
             .as_ref()
             .unwrap()[0];
-        assert_eq!(result.tolerations.as_ref().unwrap()[0].operator.as_deref(), Some("Equal"));
+        assert_eq!(
+            result.tolerations.as_ref().unwrap()[0].operator.as_deref(),
+            Some("Equal")
+        );
     }
 
     #[test]
@@ -227,8 +260,18 @@ mod tests {
         let mut cluster = Cluster::default();
         let mut claim = ResourceClaim::default();
         claim.metadata.name = Some("c".to_string());
-        cluster.resource_claims.push(crate::Located::new(crate::Source::new("<memory>", 1), claim));
+        cluster.resource_claims.push(crate::Located::new(
+            crate::Source::new("<memory>", 1),
+            claim,
+        ));
         apply_defaults(&mut cluster);
-        assert_eq!(cluster.resource_claims[0].object.metadata.namespace.as_deref(), Some("default"));
+        assert_eq!(
+            cluster.resource_claims[0]
+                .object
+                .metadata
+                .namespace
+                .as_deref(),
+            Some("default")
+        );
     }
 }

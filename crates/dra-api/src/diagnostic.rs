@@ -105,7 +105,10 @@ mod tests {
             full.to_string(),
             "a.yaml:12: error: ResourceClaim default/gpu: spec.devices.requests[0].exactly.count: Invalid value: 0: must be greater than zero"
         );
-        assert_eq!(Diagnostic::warning("skipped").to_string(), "warning: skipped");
+        assert_eq!(
+            Diagnostic::warning("skipped").to_string(),
+            "warning: skipped"
+        );
         let slice = Diagnostic::error("x").on(ObjectRef::new("ResourceSlice", None, ""));
         assert_eq!(slice.to_string(), "error: ResourceSlice <unnamed>: x");
     }

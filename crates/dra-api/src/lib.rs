@@ -1,9 +1,11 @@
 //! Kubernetes objects for DRA: loading with positions, API-server defaults and
 //! API-server validation.
 //!
-//! * [`load_paths`] / [`load_str`] read files, directories, stdin or text into a
-//!   [`Cluster`] of k8s-openapi `v1_37` objects, each [`Located`] at its [`Source`]
-//!   (file and line), plus [`Diagnostic`]s for what could not be read.
+//! * [`load_paths`] / [`load_str`] read files, directories, stdin or text
+//!   (multi-document YAML, JSON objects, arrays and streams, `kind: List` and typed
+//!   `...List`s) into a [`Cluster`] of k8s-openapi `v1_37` objects, each
+//!   [`Located`] at its [`Source`] (file and line), plus [`Diagnostic`]s for what
+//!   could not be read (with file, line and field path; unknown kinds are warnings).
 //! * [`apply_defaults`] (done by the loader) fills in what the API server defaults
 //!   and later stages rely on (`allocationMode`, `count`, toleration `operator`,
 //!   `metadata.namespace`).

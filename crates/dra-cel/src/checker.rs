@@ -622,6 +622,8 @@ fn type_name_value(name: &str) -> Option<Type> {
         "optional_type" => Type::optional(Type::Dyn),
         "kubernetes.Quantity" => Type::Struct(QUANTITY_TYPE),
         "kubernetes.Semver" => Type::Struct(SEMVER_TYPE),
+        "net.IP" => Type::Struct(crate::types::IP_TYPE),
+        "net.CIDR" => Type::Struct(crate::types::CIDR_TYPE),
         _ => return None,
     })
 }

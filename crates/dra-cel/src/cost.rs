@@ -664,13 +664,57 @@ impl Coster<'_> {
                     return (s.factor(STRING_FACTOR).add(arg_sum), None);
                 }
             }
+            "cidr" | "isIP" | "isCIDR" if overload != "cidr_ip" => {
+                if let Some(a) = args.first() {
+                    let s = self.size_or_unknown(a);
+                    return (s.factor(STRING_FACTOR).add(arg_sum), None);
+                }
+            }
+            "ip" => {
+                if overload == "cidr_ip" {
+                    return (fixed(1).add(arg_sum), None);
+                }
+                if let Some(a) = args.first() {
+                    let s = self.size_or_unknown(a);
+                    return (s.factor(STRING_FACTOR).add(arg_sum), None);
+                }
+            }
+            "ip.isCanonical" => {
+                if let Some(a) = args.first() {
+                    let s = self.size_or_unknown(a);
+                    return (s.factor(2.0 * STRING_FACTOR).add(arg_sum), None);
+                }
+            }
+            "masked"
+            | "prefixLength"
+            | "family"
+            | "isUnspecified"
+            | "isLoopback"
+            | "isLinkLocalMulticast"
+            | "isLinkLocalUnicast"
+            | "isGlobalUnicast" => {
+                return (fixed(1).add(arg_sum), None);
+            }
+            "containsIP" | "containsCIDR" if !args.is_empty() => {
+                let ip = Size { min: 4, max: 16 };
+                let mut cost = ip.add(ip).factor(STRING_FACTOR);
+                if function == "containsCIDR" {
+                    cost = cost.add(ip.factor(STRING_FACTOR)).add(fixed(1));
+                }
+                if overload.ends_with("_string") {
+                    let s = self.size_or_unknown(&args[0]);
+                    cost = cost.add(s.factor(STRING_FACTOR));
+                }
+                return (cost.add(arg_sum), None);
+            }
             "sign" | "asInteger" | "isInteger" | "asApproximateFloat" | "isGreaterThan"
             | "isLessThan" | "compareTo" | "add" | "sub" | "major" | "minor" | "patch" => {
                 return (fixed(1).add(arg_sum), None);
             }
             "_==_" if args.len() == 2 => {
                 let (l, r) = (self.ty(&args[0]), self.ty(&args[1]));
-                if l == r && matches!(l, Type::Struct(n) if n == QUANTITY_TYPE || n == SEMVER_TYPE)
+                if l == r
+                    && matches!(l, Type::Struct(n) if [QUANTITY_TYPE, SEMVER_TYPE, crate::types::IP_TYPE, crate::types::CIDR_TYPE].contains(&n))
                 {
                     return (fixed(1).add(arg_sum), None);
                 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::types::{QUANTITY_TYPE, SEMVER_TYPE, Type};
+use crate::types::{CIDR_TYPE, IP_TYPE, QUANTITY_TYPE, SEMVER_TYPE, Type};
 
 #[derive(Clone, Debug)]
 pub(crate) struct Overload {
@@ -771,6 +771,60 @@ impl Declarations {
             quantity(),
         );
         d.member("sub", "quantity_sub_int", vec![quantity(), Int], quantity());
+
+        // Kubernetes IP and CIDR libraries.
+        let ip = || Type::Struct(IP_TYPE);
+        let cidr = || Type::Struct(CIDR_TYPE);
+        d.global("ip", "string_to_ip", vec![String], ip());
+        d.member("ip", "cidr_ip", vec![cidr()], ip());
+        d.global("isIP", "is_ip", vec![String], Bool);
+        d.global("ip.isCanonical", "ip_is_canonical", vec![String], Bool);
+        d.member("family", "ip_family", vec![ip()], Int);
+        d.member("isUnspecified", "ip_is_unspecified", vec![ip()], Bool);
+        d.member("isLoopback", "ip_is_loopback", vec![ip()], Bool);
+        d.member(
+            "isLinkLocalMulticast",
+            "ip_is_link_local_multicast",
+            vec![ip()],
+            Bool,
+        );
+        d.member(
+            "isLinkLocalUnicast",
+            "ip_is_link_local_unicast",
+            vec![ip()],
+            Bool,
+        );
+        d.member("isGlobalUnicast", "ip_is_global_unicast", vec![ip()], Bool);
+        d.global("string", "ip_to_string", vec![ip()], String);
+        d.global("cidr", "string_to_cidr", vec![String], cidr());
+        d.global("isCIDR", "is_cidr", vec![String], Bool);
+        d.member(
+            "containsIP",
+            "cidr_contains_ip_string",
+            vec![cidr(), String],
+            Bool,
+        );
+        d.member(
+            "containsIP",
+            "cidr_contains_ip_ip",
+            vec![cidr(), ip()],
+            Bool,
+        );
+        d.member(
+            "containsCIDR",
+            "cidr_contains_cidr_string",
+            vec![cidr(), String],
+            Bool,
+        );
+        d.member(
+            "containsCIDR",
+            "cidr_contains_cidr",
+            vec![cidr(), cidr()],
+            Bool,
+        );
+        d.member("prefixLength", "cidr_prefix_length", vec![cidr()], Int);
+        d.member("masked", "cidr_masked", vec![cidr()], cidr());
+        d.global("string", "cidr_to_string", vec![cidr()], String);
 
         // Kubernetes semver library version 1.
         d.global("semver", "string_to_semver", vec![String], semver());

@@ -100,6 +100,21 @@ pub(crate) enum Func {
     Major,
     Minor,
     Patch,
+    Ip,
+    IsIp,
+    IpIsCanonical,
+    Family,
+    IsUnspecified,
+    IsLoopback,
+    IsLinkLocalMulticast,
+    IsLinkLocalUnicast,
+    IsGlobalUnicast,
+    Cidr,
+    IsCidr,
+    ContainsIp,
+    ContainsCidr,
+    PrefixLength,
+    Masked,
     Unknown,
 }
 
@@ -215,6 +230,21 @@ impl Func {
             Major => "major",
             Minor => "minor",
             Patch => "patch",
+            Ip => "ip",
+            IsIp => "isIP",
+            IpIsCanonical => "ip.isCanonical",
+            Family => "family",
+            IsUnspecified => "isUnspecified",
+            IsLoopback => "isLoopback",
+            IsLinkLocalMulticast => "isLinkLocalMulticast",
+            IsLinkLocalUnicast => "isLinkLocalUnicast",
+            IsGlobalUnicast => "isGlobalUnicast",
+            Cidr => "cidr",
+            IsCidr => "isCIDR",
+            ContainsIp => "containsIP",
+            ContainsCidr => "containsCIDR",
+            PrefixLength => "prefixLength",
+            Masked => "masked",
             Unknown => "unknown",
         }
     }
@@ -316,6 +346,21 @@ pub(crate) fn resolve(function: &str, _member: bool, _overloads: &[&'static str]
         "major" => Major,
         "minor" => Minor,
         "patch" => Patch,
+        "ip" => Ip,
+        "isIP" => IsIp,
+        "ip.isCanonical" => IpIsCanonical,
+        "family" => Family,
+        "isUnspecified" => IsUnspecified,
+        "isLoopback" => IsLoopback,
+        "isLinkLocalMulticast" => IsLinkLocalMulticast,
+        "isLinkLocalUnicast" => IsLinkLocalUnicast,
+        "isGlobalUnicast" => IsGlobalUnicast,
+        "cidr" => Cidr,
+        "isCIDR" => IsCidr,
+        "containsIP" => ContainsIp,
+        "containsCIDR" => ContainsCidr,
+        "prefixLength" => PrefixLength,
+        "masked" => Masked,
         _ => Unknown,
     }
 }
@@ -708,6 +753,8 @@ fn dispatch<'a>(node: &'a CallNode, args: &[Value<'a>], ctx: &mut Ctx<'a>) -> Va
         },
         (ToString, [V::Duration(d)]) => Ok(owned(format_duration(*d))),
         (ToString, [V::Timestamp(t)]) => Ok(owned(format_timestamp(*t))),
+        (ToString, [V::Ip(ip)]) => Ok(owned(ip.to_string())),
+        (ToString, [V::Cidr(ip, bits)]) => Ok(owned(format!("{ip}/{bits}"))),
         (ToDuration, [V::Duration(d)]) => Ok(V::Duration(*d)),
         (ToDuration, [V::Str(x)]) => parse_go_duration(x.as_str())
             .map(|n| V::Duration(Duration(n)))
@@ -1067,6 +1114,50 @@ fn dispatch<'a>(node: &'a CallNode, args: &[Value<'a>], ctx: &mut Ctx<'a>) -> Va
             Ok(V::Bool(a.get().cmp(b.get()) == Ordering::Less))
         }
         (CompareTo, [V::Semver(a), V::Semver(b)]) => Ok(V::Int(ordering_int(a.get().cmp(b.get())))),
+        // ----- IP and CIDR
+        (Ip, [V::Str(x)]) => crate::net::parse_ip(x.as_str()).map(V::Ip).map_err(other),
+        (Ip, [V::Cidr(ip, _)]) => Ok(V::Ip(*ip)),
+        (IsIp, [V::Str(x)]) => Ok(V::Bool(crate::net::parse_ip(x.as_str()).is_ok())),
+        (IpIsCanonical, [V::Str(x)]) => {
+            let ip = crate::net::parse_ip(x.as_str()).map_err(other)?;
+            Ok(V::Bool(ip.to_string() == x.as_str()))
+        }
+        (Family, [V::Ip(ip)]) => Ok(V::Int(if ip.is_ipv4() { 4 } else { 6 })),
+        (IsUnspecified, [V::Ip(ip)]) => Ok(V::Bool(ip.is_unspecified())),
+        (IsLoopback, [V::Ip(ip)]) => Ok(V::Bool(ip.is_loopback())),
+        (IsLinkLocalMulticast, [V::Ip(ip)]) => Ok(V::Bool(crate::net::is_link_local_multicast(ip))),
+        (IsLinkLocalUnicast, [V::Ip(ip)]) => Ok(V::Bool(crate::net::is_link_local_unicast(ip))),
+        (IsGlobalUnicast, [V::Ip(ip)]) => Ok(V::Bool(crate::net::is_global_unicast(ip))),
+        (Cidr, [V::Str(x)]) => crate::net::parse_cidr(x.as_str())
+            .map(|(ip, bits)| V::Cidr(ip, bits))
+            .map_err(|e| {
+                other(format!(
+                    "network address parse error during conversion from string: {e}"
+                ))
+            }),
+        (IsCidr, [V::Str(x)]) => Ok(V::Bool(crate::net::parse_cidr(x.as_str()).is_ok())),
+        (ContainsIp, [V::Cidr(net, bits), V::Ip(ip)]) => {
+            Ok(V::Bool(crate::net::contains(net, *bits, ip)))
+        }
+        (ContainsIp, [V::Cidr(net, bits), V::Str(x)]) => {
+            let ip = crate::net::parse_ip(x.as_str()).map_err(other)?;
+            Ok(V::Bool(crate::net::contains(net, *bits, &ip)))
+        }
+        (ContainsCidr, [V::Cidr(net, bits), V::Cidr(other_net, other_bits)]) => Ok(V::Bool(
+            crate::net::contains(net, *bits, other_net) && bits <= other_bits,
+        )),
+        (ContainsCidr, [V::Cidr(net, bits), V::Str(x)]) => {
+            let (other_net, other_bits) = crate::net::parse_cidr(x.as_str()).map_err(|e| {
+                other(format!(
+                    "network address parse error during conversion from string: {e}"
+                ))
+            })?;
+            Ok(V::Bool(
+                crate::net::contains(net, *bits, &other_net) && *bits <= other_bits,
+            ))
+        }
+        (PrefixLength, [V::Cidr(_, bits)]) => Ok(V::Int(*bits as i64)),
+        (Masked, [V::Cidr(ip, bits)]) => Ok(V::Cidr(crate::net::mask(ip, *bits), *bits)),
         (Major, [V::Semver(v)]) => Ok(V::Int(v.get().major() as i64)),
         (Minor, [V::Semver(v)]) => Ok(V::Int(v.get().minor() as i64)),
         (Patch, [V::Semver(v)]) => Ok(V::Int(v.get().patch() as i64)),

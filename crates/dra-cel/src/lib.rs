@@ -41,6 +41,7 @@ mod decls;
 mod device;
 mod error;
 mod functions;
+mod net;
 mod parser;
 mod program;
 mod types;

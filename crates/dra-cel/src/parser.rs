@@ -1433,7 +1433,13 @@ impl Parser<'_> {
                         args: vec![],
                     },
                 );
-                let empty = self.expr(open, ExprKind::List { elements: vec![], optional_indices: vec![] });
+                let empty = self.expr(
+                    open,
+                    ExprKind::List {
+                        elements: vec![],
+                        optional_indices: vec![],
+                    },
+                );
                 let cond = self.expr(open, ExprKind::Literal(Literal::Bool(false)));
                 let step = self.expr(open, ExprKind::Ident(var.clone()));
                 let bound = self.expr(

@@ -31,6 +31,8 @@ pub(crate) enum Type {
 pub(crate) const DEVICE_TYPE: &str = "kubernetes.DRADevice";
 pub(crate) const QUANTITY_TYPE: &str = "kubernetes.Quantity";
 pub(crate) const SEMVER_TYPE: &str = "kubernetes.Semver";
+pub(crate) const IP_TYPE: &str = "net.IP";
+pub(crate) const CIDR_TYPE: &str = "net.CIDR";
 
 impl Type {
     pub(crate) fn list(t: Type) -> Type {

@@ -115,6 +115,10 @@ pub(crate) enum Value<'a> {
     Semver(SemverRef<'a>),
     Duration(Duration),
     Timestamp(Timestamp),
+    /// Kubernetes `net.IP` (IPv4 or IPv6, no zone, not IPv4-mapped).
+    Ip(std::net::IpAddr),
+    /// Kubernetes `net.CIDR`: address (unmasked, as written) and prefix length.
+    Cidr(std::net::IpAddr, u8),
 }
 
 /// An evaluation error (errors are values in CEL until the result is produced).
@@ -186,6 +190,8 @@ impl<'a> Value<'a> {
             Value::Semver(_) => crate::types::SEMVER_TYPE,
             Value::Duration(_) => "google.protobuf.Duration",
             Value::Timestamp(_) => "google.protobuf.Timestamp",
+            Value::Ip(_) => crate::types::IP_TYPE,
+            Value::Cidr(..) => crate::types::CIDR_TYPE,
         }
     }
 
@@ -207,6 +213,8 @@ impl<'a> Value<'a> {
             Value::Semver(_) => "cel.Semver",
             Value::Duration(_) => "types.Duration",
             Value::Timestamp(_) => "types.Timestamp",
+            Value::Ip(_) => "cel.IP",
+            Value::Cidr(..) => "cel.CIDR",
         }
     }
 
@@ -228,6 +236,8 @@ impl<'a> Value<'a> {
             Value::Semver(_) => Type::Struct(crate::types::SEMVER_TYPE),
             Value::Duration(_) => Type::Duration,
             Value::Timestamp(_) => Type::Timestamp,
+            Value::Ip(_) => Type::Struct(crate::types::IP_TYPE),
+            Value::Cidr(..) => Type::Struct(crate::types::CIDR_TYPE),
         }
     }
 
@@ -253,6 +263,8 @@ impl<'a> Value<'a> {
             Value::Semver(v) => v.get().to_string(),
             Value::Duration(d) => format!("{}s", d.0 as f64 / 1e9),
             Value::Timestamp(t) => format!("{}", t.seconds),
+            Value::Ip(ip) => ip.to_string(),
+            Value::Cidr(ip, bits) => format!("{ip}/{bits}"),
         }
     }
 
@@ -481,7 +493,9 @@ pub(crate) fn equals(a: &Value<'_>, b: &Value<'_>) -> Result<bool, Err> {
         },
         (Quantity(x), Quantity(y)) => x.get().cmp_value(y.get()) == Ordering::Equal,
         (Semver(x), Semver(y)) => x.get().cmp(y.get()) == Ordering::Equal,
-        (Quantity(_), _) | (Semver(_), _) => return Err(no_such_overload()),
+        (Ip(x), Ip(y)) => x == y,
+        (Cidr(x, a), Cidr(y, b)) => x == y && a == b,
+        (Quantity(_) | Semver(_) | Ip(_) | Cidr(..), _) => return Err(no_such_overload()),
         (Duration(x), Duration(y)) => x == y,
         (Timestamp(x), Timestamp(y)) => x == y,
         _ => false,

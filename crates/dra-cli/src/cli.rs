@@ -157,17 +157,17 @@ pub struct StatusArgs {
 #[derive(Debug, Args)]
 pub struct GenArgs {
     /// The preset to generate (`dra gen --list` shows them).
-    #[arg(required_unless_present = "list")]
+    #[arg(required_unless_present_any = ["list", "spec"])]
     pub preset: Option<String>,
-    /// Number of nodes.
+    /// Size of the preset (usually nodes; `--list` says what each preset counts).
     #[arg(long)]
-    pub nodes: Option<usize>,
-    /// Number of pods (the preset's default scales with the nodes).
-    #[arg(long)]
-    pub pods: Option<usize>,
+    pub size: Option<u32>,
+    /// A generator spec in YAML instead of a preset.
+    #[arg(long, value_name = "FILE", conflicts_with = "preset")]
+    pub spec: Option<PathBuf>,
     /// Seed of the generator: the same seed gives the same YAML.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// List the presets.
     #[arg(long)]
     pub list: bool,

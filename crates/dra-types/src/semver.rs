@@ -75,34 +75,48 @@ impl fmt::Display for VersionPart {
 }
 
 /// Why a string is not a semantic version (blang's error cases).
+///
+/// The messages are blang's own words, capital letters included (and Go's `strconv` errors
+/// where blang passes them through), because users compare them with what the scheduler and
+/// the API server print.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SemverError {
-    #[error("version string empty")]
+    #[error("Version string empty")]
     Empty,
-    #[error("no Major.Minor.Patch elements found")]
+    #[error("No Major.Minor.Patch elements found")]
     MissingParts,
-    #[error("invalid character(s) found in {part} number {text:?}")]
+    #[error("Invalid character(s) found in {part} number {text:?}")]
     InvalidNumber { part: VersionPart, text: String },
-    #[error("{part} number must not contain leading zeroes {text:?}")]
+    #[error("{} number must not contain leading zeroes {text:?}", part.capitalized())]
     LeadingZeroes { part: VersionPart, text: String },
-    #[error("{part} number is empty")]
+    #[error("strconv.ParseUint: parsing \"\": invalid syntax")]
     EmptyNumber { part: VersionPart },
-    #[error("{part} number {text:?} is out of range")]
+    #[error("strconv.ParseUint: parsing {text:?}: value out of range")]
     NumberOutOfRange { part: VersionPart, text: String },
-    #[error("prerelease is empty")]
+    #[error("Prerelease is empty")]
     EmptyPreRelease,
-    #[error("numeric prerelease version must not contain leading zeroes {0:?}")]
+    #[error("Numeric PreRelease version must not contain leading zeroes {0:?}")]
     PreReleaseLeadingZeroes(String),
-    #[error("invalid character(s) found in prerelease {0:?}")]
+    #[error("Invalid character(s) found in prerelease {0:?}")]
     InvalidPreRelease(String),
-    #[error("numeric prerelease version {0:?} is out of range")]
+    #[error("strconv.ParseUint: parsing {0:?}: value out of range")]
     PreReleaseOutOfRange(String),
-    #[error("build meta data is empty")]
+    #[error("Build meta data is empty")]
     EmptyBuild,
-    #[error("invalid character(s) found in build meta data {0:?}")]
+    #[error("Invalid character(s) found in build meta data {0:?}")]
     InvalidBuild(String),
-    #[error("short version cannot contain PreRelease/Build meta data")]
+    #[error("Short version cannot contain PreRelease/Build meta data")]
     ShortVersionWithMetadata,
+}
+
+impl VersionPart {
+    fn capitalized(&self) -> &'static str {
+        match self {
+            VersionPart::Major => "Major",
+            VersionPart::Minor => "Minor",
+            VersionPart::Patch => "Patch",
+        }
+    }
 }
 
 fn only_digits(s: &str) -> bool {

@@ -400,25 +400,35 @@ fn yaml_error(err: &serde_saphyr::Error) -> (String, Option<u32>) {
 
 fn parse_chunk(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> ChunkOutput {
     let saphyr = saphyr_options(chunk.text.len(), options.max_depth);
-    let docs = match serde_saphyr::from_multiple_with_options::<Spanned<DocRoot>>(chunk.text, saphyr) {
-        Ok(docs) => docs.into_iter().map(|doc| (line_of(&doc), doc.value)).collect(),
-        Err(err) => {
-            let looks_like_json = chunk.text.trim_start().starts_with(['{', '[']);
-            let (message, line) = match looks_like_json.then(|| json_stream(chunk.text)) {
-                // Concatenated JSON objects, which kubectl accepts, are not YAML.
-                Some(Ok(docs)) => return documents(file, chunk, options, docs),
-                Some(Err((message, line))) => (format!("cannot parse JSON: {message}"), Some(line)),
-                None => {
-                    let (message, line) = yaml_error(&err);
-                    (format!("cannot parse YAML: {message}"), line)
-                }
-            };
-            let line = chunk.first_line.saturating_add(line.unwrap_or(1).saturating_sub(1));
-            let mut output = ChunkOutput::default();
-            output.diagnostics.push(Diagnostic::error(message).at(Source::new(file.clone(), line)));
-            return output;
-        }
-    };
+    let docs =
+        match serde_saphyr::from_multiple_with_options::<Spanned<DocRoot>>(chunk.text, saphyr) {
+            Ok(docs) => docs
+                .into_iter()
+                .map(|doc| (line_of(&doc), doc.value))
+                .collect(),
+            Err(err) => {
+                let looks_like_json = chunk.text.trim_start().starts_with(['{', '[']);
+                let (message, line) = match looks_like_json.then(|| json_stream(chunk.text)) {
+                    // Concatenated JSON objects, which kubectl accepts, are not YAML.
+                    Some(Ok(docs)) => return documents(file, chunk, options, docs),
+                    Some(Err((message, line))) => {
+                        (format!("cannot parse JSON: {message}"), Some(line))
+                    }
+                    None => {
+                        let (message, line) = yaml_error(&err);
+                        (format!("cannot parse YAML: {message}"), line)
+                    }
+                };
+                let line = chunk
+                    .first_line
+                    .saturating_add(line.unwrap_or(1).saturating_sub(1));
+                let mut output = ChunkOutput::default();
+                output
+                    .diagnostics
+                    .push(Diagnostic::error(message).at(Source::new(file.clone(), line)));
+                return output;
+            }
+        };
     documents(file, chunk, options, docs)
 }
 
@@ -426,17 +436,31 @@ fn parse_chunk(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> Chun
 fn json_stream(text: &str) -> Result<Vec<(u32, DocRoot)>, (String, u32)> {
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut docs = Vec::new();
+    // Lines are counted incrementally: the stream may hold many values.
+    let (mut counted_to, mut line) = (0usize, 1usize);
     loop {
         let start = stream.byte_offset();
         let rest = &text[start..];
         let value_start = start + (rest.len() - rest.trim_start().len());
-        let line = 1 + text.as_bytes()[..value_start].iter().filter(|&&b| b == b'\n').count();
+        line += text.as_bytes()[counted_to..value_start]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        counted_to = value_start;
         match stream.next() {
             None => return Ok(docs),
-            Some(Ok(value)) => docs.push((line_u32(line), DocRoot { value, item_lines: Vec::new() })),
+            Some(Ok(value)) => docs.push((
+                line_u32(line),
+                DocRoot {
+                    value,
+                    item_lines: Vec::new(),
+                },
+            )),
             Some(Err(err)) => {
                 let message = err.to_string();
-                let message = message.rfind(" at line ").map_or(message.as_str(), |i| &message[..i]);
+                let message = message
+                    .rfind(" at line ")
+                    .map_or(message.as_str(), |i| &message[..i]);
                 return Err((message.to_string(), line_u32(err.line()).max(1)));
             }
         }
@@ -454,7 +478,13 @@ fn documents(
     let mut output = ChunkOutput::default();
     let lines = OnceLock::new();
     for (doc_index, (relative_line, root)) in docs.into_iter().enumerate() {
-        let ctx = DocContext { file, chunk, options, doc_index, lines: &lines };
+        let ctx = DocContext {
+            file,
+            chunk,
+            options,
+            doc_index,
+            lines: &lines,
+        };
         let doc_line = ctx.at_line(relative_line);
         match root.value {
             Value::Array(items) => {

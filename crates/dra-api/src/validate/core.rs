@@ -13,7 +13,7 @@ use crate::limits::HIGHEST_USER_DEFINABLE_PRIORITY;
 use crate::source::Located;
 
 /// `core.v1.NodeSelector` as `ValidateNodeSelector` checks it.
-pub(crate) fn node_selector(r: &mut Report<'_>, path: &FieldPath, selector: &NodeSelector) {
+pub(crate) fn node_selector(r: &mut Report<'_>, path: &FieldPath<'_>, selector: &NodeSelector) {
     let terms_path = path.child("nodeSelectorTerms");
     if selector.node_selector_terms.is_empty() {
         r.error(
@@ -25,7 +25,8 @@ pub(crate) fn node_selector(r: &mut Report<'_>, path: &FieldPath, selector: &Nod
     for (i, term) in selector.node_selector_terms.iter().enumerate() {
         let tp = terms_path.index(i);
         for (j, req) in term.match_expressions.iter().flatten().enumerate() {
-            let p = tp.child("matchExpressions").index(j);
+            let exprs = tp.child("matchExpressions");
+            let p = exprs.index(j);
             let values = req.values.as_deref().unwrap_or_default();
             match req.operator.as_str() {
                 "In" | "NotIn" if values.is_empty() => {
@@ -54,7 +55,8 @@ pub(crate) fn node_selector(r: &mut Report<'_>, path: &FieldPath, selector: &Nod
             }
         }
         for (j, req) in term.match_fields.iter().flatten().enumerate() {
-            let p = tp.child("matchFields").index(j);
+            let fields = tp.child("matchFields");
+            let p = fields.index(j);
             let values = req.values.as_deref().unwrap_or_default();
             match req.operator.as_str() {
                 "In" | "NotIn" => {
@@ -128,7 +130,8 @@ pub(crate) fn pod(r: &mut Report<'_>, pod: &Pod) {
         ("containers", spec.containers.as_slice()),
     ] {
         for (i, container) in containers.iter().enumerate() {
-            let p = path.child(field).index(i);
+            let list = path.child(field);
+            let p = list.index(i);
             if container.name.is_empty() {
                 r.error(&p.child("name"), required(""));
             } else {
@@ -146,7 +149,8 @@ pub(crate) fn pod(r: &mut Report<'_>, pod: &Pod) {
         }
     }
     for (i, container) in spec.ephemeral_containers.iter().flatten().enumerate() {
-        let p = path.child("ephemeralContainers").index(i);
+        let list = path.child("ephemeralContainers");
+        let p = list.index(i);
         container_claims(
             r,
             &p.child("resources").child("claims"),
@@ -172,7 +176,7 @@ pub(crate) fn pod(r: &mut Report<'_>, pod: &Pod) {
 
 fn container_claims(
     r: &mut Report<'_>,
-    path: &FieldPath,
+    path: &FieldPath<'_>,
     resources: Option<&ResourceRequirements>,
     pod_claims: &BTreeSet<&str>,
 ) {

@@ -145,35 +145,80 @@ impl<'a> AdminNamespaces<'a> {
     }
 }
 
-/// A field path in Kubernetes notation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct FieldPath(String);
+/// A field path in Kubernetes notation, built without allocation: each step borrows
+/// its parent, and the text is rendered only for a diagnostic.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum FieldPath<'a> {
+    Root(&'static str),
+    Child(&'a FieldPath<'a>, &'a str),
+    Index(&'a FieldPath<'a>, usize),
+    /// A map key, shortened in the middle beyond the given length as Kubernetes does.
+    Key(&'a FieldPath<'a>, &'a str, usize),
+}
 
-impl FieldPath {
-    pub(crate) fn new(root: &str) -> FieldPath {
-        FieldPath(root.to_string())
+impl<'a> FieldPath<'a> {
+    pub(crate) fn new(root: &'static str) -> FieldPath<'static> {
+        FieldPath::Root(root)
     }
 
-    pub(crate) fn child(&self, name: &str) -> FieldPath {
-        if self.0.is_empty() {
-            FieldPath(name.to_string())
-        } else {
-            FieldPath(format!("{}.{name}", self.0))
+    pub(crate) fn child(&'a self, name: &'a str) -> FieldPath<'a> {
+        FieldPath::Child(self, name)
+    }
+
+    pub(crate) fn index(&'a self, i: usize) -> FieldPath<'a> {
+        FieldPath::Index(self, i)
+    }
+
+    pub(crate) fn key(&'a self, key: &'a str) -> FieldPath<'a> {
+        FieldPath::Key(self, key, usize::MAX)
+    }
+
+    /// A key shown shortened to `max` bytes (at least 16).
+    pub(crate) fn key_truncated(&'a self, key: &'a str, max: usize) -> FieldPath<'a> {
+        FieldPath::Key(self, key, max.max(16))
+    }
+
+    fn render(&self, out: &mut String) {
+        match self {
+            FieldPath::Root(root) => out.push_str(root),
+            FieldPath::Child(parent, name) => {
+                parent.render(out);
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(name);
+            }
+            FieldPath::Index(parent, i) => {
+                parent.render(out);
+                out.push_str(&format!("[{i}]"));
+            }
+            FieldPath::Key(parent, key, max) => {
+                parent.render(out);
+                out.push_str(&format!("[{:?}]", truncated(key, *max)));
+            }
         }
-    }
-
-    pub(crate) fn index(&self, i: usize) -> FieldPath {
-        FieldPath(format!("{}[{i}]", self.0))
-    }
-
-    pub(crate) fn key(&self, key: &str) -> FieldPath {
-        FieldPath(format!("{}[{key:?}]", self.0))
     }
 }
 
-impl Display for FieldPath {
+/// `key` shortened in the middle to `max` bytes, as Kubernetes shows long map keys.
+fn truncated(key: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if key.len() <= max || !key.is_ascii() {
+        return key.into();
+    }
+    let remaining = max - 3;
+    format!(
+        "{}...{}",
+        &key[..remaining.div_ceil(2)],
+        &key[key.len() - remaining / 2..]
+    )
+    .into()
+}
+
+impl Display for FieldPath<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        let mut out = String::new();
+        self.render(&mut out);
+        f.write_str(&out)
     }
 }
 
@@ -200,28 +245,29 @@ impl<'a> Report<'a> {
         }
     }
 
-    fn push(&mut self, severity: Severity, path: &FieldPath, message: String) {
+    fn push(&mut self, severity: Severity, path: &FieldPath<'_>, message: String) {
+        let field = path.to_string();
         self.out.push(Diagnostic {
             severity,
             source: Some(self.source.clone()),
             object: Some(self.object.clone()),
-            field: (!path.0.is_empty()).then(|| path.0.clone()),
+            field: (!field.is_empty()).then_some(field),
             message,
         });
     }
 
-    pub(crate) fn error(&mut self, path: &FieldPath, message: String) {
+    pub(crate) fn error(&mut self, path: &FieldPath<'_>, message: String) {
         self.push(Severity::Error, path, message);
     }
 
-    pub(crate) fn warning(&mut self, path: &FieldPath, message: String) {
+    pub(crate) fn warning(&mut self, path: &FieldPath<'_>, message: String) {
         self.push(Severity::Warning, path, message);
     }
 
     /// One `Invalid value` error per message of a name rule.
     pub(crate) fn name_rule(
         &mut self,
-        path: &FieldPath,
+        path: &FieldPath<'_>,
         value: &str,
         rule: fn(&str) -> Vec<String>,
     ) {
@@ -260,7 +306,11 @@ impl<'a> Report<'a> {
         self.annotations(&path.child("annotations"), meta.annotations.as_ref());
     }
 
-    pub(crate) fn labels(&mut self, path: &FieldPath, labels: Option<&BTreeMap<String, String>>) {
+    pub(crate) fn labels(
+        &mut self,
+        path: &FieldPath<'_>,
+        labels: Option<&BTreeMap<String, String>>,
+    ) {
         for (key, value) in labels.into_iter().flatten() {
             self.name_rule(path, key, names::qualified_name);
             self.name_rule(path, value, names::label_value);
@@ -269,7 +319,7 @@ impl<'a> Report<'a> {
 
     pub(crate) fn annotations(
         &mut self,
-        path: &FieldPath,
+        path: &FieldPath<'_>,
         annotations: Option<&BTreeMap<String, String>>,
     ) {
         const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;

@@ -1,6 +1,15 @@
-//! `dra simulate`.
+//! `dra simulate`: where the scheduler puts each pod, with which devices; which stay pending
+//! and why.
+//!
+//! `--node-pick first-fit` runs the conformance reference loop (its JSON is the conformance
+//! shape); `scored` (default) and `most-allocated` run the scheduler model of `dra-sim`. The
+//! rendering helpers here are shared with `dra explain`.
 
-use dra_sim::{PodStatus, Report, SimInput};
+use std::collections::BTreeMap;
+
+use dra_sim::scheduler::{Eviction, Simulation};
+use dra_sim::{PodResult, PodState, PodStatus, Report, SimInput, SimOptions};
+use k8s_openapi::api::resource::v1::AllocationResult;
 
 use crate::Failure;
 use crate::cli::{NodePick, OutputFormat, SimulateArgs};
@@ -11,18 +20,36 @@ use crate::output::Out;
 pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
     let loaded = input::load(out, &args.inputs.files)?;
     let sim_input = SimInput::from_cluster(&loaded.cluster);
-    let report = match args.node_pick {
-        NodePick::FirstFit => dra_sim::run_first_fit(&sim_input),
-        NodePick::Scored | NodePick::MostAllocated => {
-            return Err(Failure::Input(
-                "only --node-pick first-fit is available in this version".to_string(),
-            ));
-        }
+    let pick = match args.node_pick {
+        NodePick::FirstFit => return run_reference(out, &sim_input),
+        NodePick::Scored => dra_sim::NodePick::Scored,
+        NodePick::MostAllocated => dra_sim::NodePick::MostAllocated,
+    };
+    let options = SimOptions {
+        node_pick: pick,
+        ..SimOptions::default()
+    };
+    let simulation = dra_sim::simulate(&sim_input, &options).map_err(|e| Failure::Input(e.to_string()))?;
+    match out.format {
+        OutputFormat::Json => out.data(&simulation)?,
+        OutputFormat::Yaml => out.text(&resulting_objects(&loaded.cluster, &simulation)?)?,
+        OutputFormat::Table => out.text(&render(&simulation))?,
     }
-    .map_err(|e| Failure::Input(e.to_string()))?;
+    if simulation
+        .results
+        .iter()
+        .any(|r| matches!(r.status, PodState::Unschedulable | PodState::Error))
+    {
+        return Err(Failure::Findings);
+    }
+    Ok(())
+}
+
+fn run_reference(out: &Out, input: &SimInput<'_>) -> Result<(), Failure> {
+    let report = dra_sim::run_first_fit(input).map_err(|e| Failure::Input(e.to_string()))?;
     match out.format {
         OutputFormat::Json | OutputFormat::Yaml => out.data(&report)?,
-        OutputFormat::Table => out.text(&render(&report))?,
+        OutputFormat::Table => out.text(&render_reference(&report))?,
     }
     if report.results.iter().any(|r| r.status != PodStatus::Scheduled) {
         return Err(Failure::Findings);
@@ -30,24 +57,201 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn render(report: &Report) -> String {
+/// `claim: device device` per allocation, device names without driver and pool when the
+/// pool is named after the node (the usual node-local driver).
+pub(crate) fn devices_text(allocations: &BTreeMap<String, AllocationResult>, node: Option<&str>) -> String {
+    allocations
+        .iter()
+        .map(|(claim, allocation)| {
+            let devices: Vec<String> = allocation
+                .devices
+                .iter()
+                .flat_map(|d| d.results.iter().flatten())
+                .map(|r| {
+                    if Some(r.pool.as_str()) == node {
+                        r.device.clone()
+                    } else {
+                        format!("{}/{}", r.pool, r.device)
+                    }
+                })
+                .collect();
+            format!("{claim}: {}", devices.join(","))
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn placement_text(result: &PodResult) -> String {
+    let mut parts = Vec::new();
+    let devices = devices_text(&result.allocations, result.node.as_deref());
+    if !devices.is_empty() {
+        parts.push(devices);
+    }
+    for (resource, served) in &result.extended_resources {
+        if served == "device plugin" {
+            parts.push(format!("{resource} from the device plugin"));
+        }
+    }
+    parts.join("; ")
+}
+
+fn eviction_when(eviction: &Eviction) -> String {
+    match (&eviction.at, eviction.after_seconds) {
+        (Some(at), _) => at.clone(),
+        (None, 0) => "at once".to_string(),
+        (None, s) => format!("{s}s after the taint was added"),
+    }
+}
+
+/// The readable report of a simulation.
+pub(crate) fn render(simulation: &Simulation) -> String {
+    let mut text = String::new();
+    let mut by_queue: Vec<&PodResult> = simulation
+        .results
+        .iter()
+        .filter(|r| r.status == PodState::Scheduled)
+        .collect();
+    by_queue.sort_by_key(|r| r.queue_position);
+    if !by_queue.is_empty() {
+        let rows: Vec<Vec<String>> = by_queue
+            .iter()
+            .map(|r| {
+                vec![
+                    r.pod.clone(),
+                    r.node.clone().unwrap_or_default(),
+                    r.priority.to_string(),
+                    placement_text(r),
+                ]
+            })
+            .collect();
+        text.push_str(&format!("SCHEDULED (in queue order, --node-pick {})\n", simulation.node_pick));
+        text.push_str(&table(&["POD", "NODE", "PRIORITY", "DEVICES"], &rows));
+    }
+    let running: Vec<Vec<String>> = simulation
+        .results
+        .iter()
+        .filter(|r| r.status == PodState::Running)
+        .map(|r| {
+            vec![
+                r.pod.clone(),
+                r.node.clone().unwrap_or_default(),
+                r.priority.to_string(),
+                r.notes.join("; "),
+            ]
+        })
+        .collect();
+    if !running.is_empty() {
+        text.push_str("\nRUNNING (bound in the input)\n");
+        text.push_str(&table(&["POD", "NODE", "PRIORITY", "NOTE"], &running));
+    }
+    let pending: Vec<Vec<String>> = simulation
+        .results
+        .iter()
+        .filter(|r| matches!(r.status, PodState::Unschedulable | PodState::Error | PodState::Skipped))
+        .map(|r| {
+            let status = match r.status {
+                PodState::Error => "error",
+                PodState::Skipped => "skipped",
+                _ => "pending",
+            };
+            vec![
+                r.pod.clone(),
+                status.to_string(),
+                r.priority.to_string(),
+                r.reason.clone().or_else(|| r.error.clone()).unwrap_or_default(),
+            ]
+        })
+        .collect();
+    if !pending.is_empty() {
+        text.push_str("\nNOT SCHEDULED (dra explain NAMESPACE/POD for details)\n");
+        text.push_str(&table(&["POD", "STATUS", "PRIORITY", "REASON"], &pending));
+    }
+    if !simulation.evictions.is_empty() {
+        let rows: Vec<Vec<String>> = simulation
+            .evictions
+            .iter()
+            .map(|e| {
+                let first = &e.reasons[0];
+                vec![
+                    e.pod.clone(),
+                    e.node.clone(),
+                    eviction_when(e),
+                    format!("{} {}:{} on {}", first.taint.origin, first.taint.key, first.taint.effect, first.device),
+                ]
+            })
+            .collect();
+        text.push_str("\nEVICTED (device taint eviction controller)\n");
+        text.push_str(&table(&["POD", "NODE", "WHEN", "TAINT"], &rows));
+    }
+    for would in &simulation.would_evict {
+        let first = &would.reasons[0];
+        text.push_str(&format!(
+            "\nnote: {} would be evicted if {} {} (effect None) were NoExecute\n",
+            would.pod, first.taint.origin, first.taint.key
+        ));
+    }
+    for duplicate in &simulation.extended_resources.duplicates {
+        text.push_str(&format!(
+            "\nnote: extendedResourceName {} is set by several DeviceClasses; the scheduler uses {} and ignores {}\n",
+            duplicate.resource_name,
+            duplicate.winner,
+            duplicate.ignored.join(", ")
+        ));
+    }
+    for note in &simulation.notes {
+        text.push_str(&format!("\nnote: {note}\n"));
+    }
+    let s = &simulation.summary;
+    text.push_str(&format!(
+        "\n{} pods: {} scheduled, {} pending, {} errors, {} running, {} evicted, {} skipped\n",
+        s.pods, s.scheduled, s.unschedulable, s.error, s.running, s.evicted, s.skipped
+    ));
+    text
+}
+
+/// Every object of the input, with the claims and pods as the simulation leaves them, as
+/// multi-document YAML that `dra simulate` and `dra explain` read again.
+fn resulting_objects(cluster: &dra_api::Cluster, simulation: &Simulation) -> Result<String, Failure> {
+    fn push<T: serde::Serialize>(docs: &mut Vec<serde_json::Value>, object: &T) -> Result<(), Failure> {
+        docs.push(serde_json::to_value(object).map_err(|e| Failure::Internal(format!("cannot render YAML: {e}")))?);
+        Ok(())
+    }
+    let mut docs = Vec::new();
+    macro_rules! all {
+        ($($field:ident),*) => {
+            $( for o in &cluster.$field { push(&mut docs, &o.object)?; } )*
+        };
+    }
+    all!(namespaces, priority_classes, device_classes, nodes, resource_slices, device_taint_rules, resource_claim_templates);
+    for claim in &simulation.claims {
+        push(&mut docs, claim)?;
+    }
+    for pod in simulation.pods.iter().flatten() {
+        push(&mut docs, pod)?;
+    }
+    all!(
+        service_accounts,
+        deployments,
+        stateful_sets,
+        daemon_sets,
+        replica_sets,
+        jobs,
+        cron_jobs,
+        roles,
+        cluster_roles,
+        role_bindings,
+        cluster_role_bindings
+    );
+    serde_saphyr::to_string_multiple(&docs).map_err(|e| Failure::Internal(format!("cannot render YAML: {e}")))
+}
+
+fn render_reference(report: &Report) -> String {
     let rows: Vec<Vec<String>> = report
         .results
         .iter()
         .map(|r| {
-            let devices: Vec<String> = r
-                .allocations
-                .iter()
-                .flat_map(|(claim, allocation)| {
-                    allocation
-                        .devices
-                        .iter()
-                        .flat_map(|d| d.results.iter().flatten())
-                        .map(move |d| format!("{claim}/{}={}", d.request, d.device))
-                })
-                .collect();
             let detail = match r.status {
-                PodStatus::Scheduled => devices.join(" "),
+                PodStatus::Scheduled => devices_text(&r.allocations, r.node.as_deref()),
                 PodStatus::Error => r.error.clone().unwrap_or_default(),
                 PodStatus::Unschedulable => r
                     .reason
