@@ -44,40 +44,72 @@ pub struct NodeId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ClassId(pub u32);
 
-/// An attribute value as the allocator compares it in constraints.
+/// An attribute value of a device. Strings are shared (`Arc<str>`): many devices carry the
+/// same model or product name, and constraint state copies values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AttrValue {
     Int(i64),
     Bool(bool),
-    String(String),
-    Version(String),
-    /// A value the allocator cannot compare (list attributes while `ListTypeAttributes` is off,
-    /// or an attribute without any value).
-    Other,
+    String(Arc<str>),
+    Version(Arc<str>),
+    /// List attributes (alpha `DRAListTypeAttributes`): visible to CEL, not comparable in the
+    /// incubating allocator's constraints.
+    IntList(Arc<[i64]>),
+    BoolList(Arc<[bool]>),
+    StringList(Arc<[Arc<str>]>),
+    VersionList(Arc<[Arc<str>]>),
+    /// No value field set.
+    Unset,
 }
 
 impl AttrValue {
-    fn from_api(attribute: &DeviceAttribute) -> AttrValue {
-        // List fields win over scalar ones when both are set (as upstream's accessor does), and
-        // the incubating allocator cannot compare lists.
-        if attribute.ints.is_some()
-            || attribute.bools.is_some()
-            || attribute.strings.is_some()
-            || attribute.versions.is_some()
-        {
-            return AttrValue::Other;
-        }
-        if let Some(v) = &attribute.string {
-            AttrValue::String(v.clone())
+    fn from_api(attribute: &DeviceAttribute, strings: &mut Interner) -> AttrValue {
+        // List fields win over scalar ones when both are set, as upstream's accessor checks
+        // them first.
+        if let Some(v) = &attribute.ints {
+            AttrValue::IntList(v.as_slice().into())
+        } else if let Some(v) = &attribute.bools {
+            AttrValue::BoolList(v.as_slice().into())
+        } else if let Some(v) = &attribute.strings {
+            AttrValue::StringList(v.iter().map(|s| strings.get(s)).collect())
+        } else if let Some(v) = &attribute.versions {
+            AttrValue::VersionList(v.iter().map(|s| strings.get(s)).collect())
+        } else if let Some(v) = &attribute.string {
+            AttrValue::String(strings.get(v))
         } else if let Some(v) = attribute.int {
             AttrValue::Int(v)
         } else if let Some(v) = attribute.bool {
             AttrValue::Bool(v)
         } else if let Some(v) = &attribute.version {
-            AttrValue::Version(v.clone())
+            AttrValue::Version(strings.get(v))
         } else {
-            AttrValue::Other
+            AttrValue::Unset
         }
+    }
+
+    /// Whether the incubating allocator can compare this value in a constraint (scalars only).
+    pub fn is_scalar(&self) -> bool {
+        matches!(
+            self,
+            AttrValue::Int(_) | AttrValue::Bool(_) | AttrValue::String(_) | AttrValue::Version(_)
+        )
+    }
+}
+
+/// Shares equal strings while an index is built.
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    strings: HashMap<Arc<str>, ()>,
+}
+
+impl Interner {
+    pub(crate) fn get(&mut self, text: &str) -> Arc<str> {
+        if let Some((shared, ())) = self.strings.get_key_value(text) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = text.into();
+        self.strings.insert(shared.clone(), ());
+        shared
     }
 }
 
@@ -116,9 +148,11 @@ pub struct CounterConsumption {
 pub struct DeviceEntry {
     pub key: DeviceKey,
     pub slice: SliceIdx,
-    pub name: String,
-    pub attributes: BTreeMap<String, AttrValue>,
-    pub capacity: BTreeMap<String, Capacity>,
+    pub name: Arc<str>,
+    /// Attributes by qualified name as written in the slice, sorted by name.
+    pub attributes: Vec<(Arc<str>, AttrValue)>,
+    /// Capacities by name, sorted by name.
+    pub capacity: Vec<(Arc<str>, Capacity)>,
     pub consumes_counters: Vec<CounterConsumption>,
     /// Taints of the slice followed by taints from matching DeviceTaintRules.
     pub taints: Vec<DeviceTaint>,
@@ -131,24 +165,38 @@ pub struct DeviceEntry {
     pub node_name: Option<String>,
     pub all_nodes: bool,
     pub node_selector: Option<NodeSelector>,
-    /// The source device, for CEL input construction on first use.
+    /// The CEL view of the device, built on first use.
     pub(crate) cel_input: OnceLock<dra_cel::DeviceInput>,
-    pub(crate) raw_attributes: BTreeMap<String, DeviceAttribute>,
-    pub(crate) raw_capacity: Vec<(String, Quantity)>,
 }
 
 impl DeviceEntry {
     /// `lookupAttribute`: the fully qualified name, else the bare id when the domain is the
     /// device's driver.
     pub fn lookup_attribute(&self, driver: &str, fully_qualified: &str) -> Option<&AttrValue> {
-        if let Some(value) = self.attributes.get(fully_qualified) {
+        if let Some(value) = self.attribute(fully_qualified) {
             return Some(value);
         }
         let (domain, id) = fully_qualified.split_once('/')?;
         if domain != driver {
             return None;
         }
-        self.attributes.get(id)
+        self.attribute(id)
+    }
+
+    /// The attribute with exactly this name.
+    pub fn attribute(&self, name: &str) -> Option<&AttrValue> {
+        self.attributes
+            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .ok()
+            .map(|i| &self.attributes[i].1)
+    }
+
+    /// The capacity with this name.
+    pub fn capacity(&self, name: &str) -> Option<&Capacity> {
+        self.capacity
+            .binary_search_by(|(k, _)| (**k).cmp(name))
+            .ok()
+            .map(|i| &self.capacity[i].1)
     }
 }
 
@@ -313,8 +361,9 @@ impl Index {
                 config: spec.and_then(|s| s.config.clone()).unwrap_or_default(),
             });
         }
+        let mut strings = Interner::default();
         for slice in &input.slices {
-            index.add_slice(slice, &input.taint_rules)?;
+            index.add_slice(slice, &input.taint_rules, &mut strings)?;
         }
         Ok(index)
     }
@@ -334,6 +383,7 @@ impl Index {
         &mut self,
         slice: &ResourceSlice,
         taint_rules: &[&DeviceTaintRule],
+        strings: &mut Interner,
     ) -> Result<(), IndexError> {
         let spec = &slice.spec;
         let slice_name = slice.metadata.name.clone().unwrap_or_default();
@@ -371,8 +421,7 @@ impl Index {
         let pool: Arc<str> = spec.pool.name.as_str().into();
         for (d, device) in spec.devices.iter().flatten().enumerate() {
             let key = self.intern_key(&driver, &pool, &device.name);
-            let mut capacity = BTreeMap::new();
-            let mut raw_capacity = Vec::new();
+            let mut capacity = Vec::new();
             for (name, cap) in device.capacity.iter().flatten() {
                 let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
                 let value = parse_quantity(&slice_name, || field(".value"), &cap.value)?;
@@ -434,8 +483,7 @@ impl Index {
                         },
                     }),
                 };
-                raw_capacity.push((name.clone(), value.clone()));
-                capacity.insert(name.clone(), Capacity { value, policy });
+                capacity.push((strings.get(name), Capacity { value, policy }));
             }
             let mut consumes_counters = Vec::new();
             for (c, consumption) in device.consumes_counters.iter().flatten().enumerate() {
@@ -459,15 +507,18 @@ impl Index {
                     taints.push(rule.spec.taint.clone());
                 }
             }
-            let raw_attributes = device.attributes.clone().unwrap_or_default();
+            // Both maps come sorted from the BTreeMaps of the wire type.
+            let attributes = device
+                .attributes
+                .iter()
+                .flatten()
+                .map(|(k, v)| (strings.get(k), AttrValue::from_api(v, strings)))
+                .collect();
             self.devices.push(DeviceEntry {
                 key,
                 slice: idx,
-                name: device.name.clone(),
-                attributes: raw_attributes
-                    .iter()
-                    .map(|(k, v)| (k.clone(), AttrValue::from_api(v)))
-                    .collect(),
+                name: strings.get(&device.name),
+                attributes,
                 capacity,
                 consumes_counters,
                 taints,
@@ -479,8 +530,6 @@ impl Index {
                 all_nodes: device.all_nodes == Some(true),
                 node_selector: device.node_selector.clone(),
                 cel_input: OnceLock::new(),
-                raw_attributes,
-                raw_capacity,
             });
         }
         let end = self.devices.len() as u32;

@@ -254,7 +254,7 @@ fn build_pool(
     let mut seen = HashSet::new();
     for &s in &device_slices {
         for d in index.slice(s).devices.clone() {
-            let name = index.device(DeviceIdx(d)).name.as_str();
+            let name = index.device(DeviceIdx(d)).name.as_ref();
             if !seen.insert(name) {
                 return invalid(view, format!("duplicate device name {name}"));
             }

@@ -106,13 +106,15 @@ fn constraint_applies(requests: &[String], base: &str, sub: Option<&str>) -> boo
     })
 }
 
+/// Upstream's comparison in constraints: `None` when the first value's kind is not one the
+/// incubating allocator compares (lists, no value), otherwise equality of same-kind values.
 fn same_kind_equal(a: &AttrValue, b: &AttrValue) -> Option<bool> {
     match (a, b) {
         (AttrValue::String(x), AttrValue::String(y)) => Some(x == y),
         (AttrValue::Int(x), AttrValue::Int(y)) => Some(x == y),
         (AttrValue::Bool(x), AttrValue::Bool(y)) => Some(x == y),
         (AttrValue::Version(x), AttrValue::Version(y)) => Some(x == y),
-        (AttrValue::Other, _) => None,
+        (a, _) if !a.is_scalar() => None,
         _ => Some(false),
     }
 }
@@ -157,9 +159,9 @@ impl ConstraintState {
                     *count = 1;
                     return true;
                 }
-                let equal = match (&v, stored.as_ref()) {
-                    (AttrValue::Other, _) | (_, None) => false,
-                    (v, Some(s)) => same_kind_equal(v, s) == Some(true),
+                let equal = match stored.as_ref() {
+                    None => false,
+                    Some(s) => same_kind_equal(&v, s) == Some(true),
                 };
                 if !equal {
                     return false;
@@ -494,7 +496,7 @@ impl<'a> Search<'a> {
         let entry = self.index.device(device);
         let requests = data.spec.capacity.as_ref().ok().and_then(|c| c.as_ref());
         if let Some(requests) = requests
-            && requests.keys().any(|name| !entry.capacity.contains_key(name))
+            && requests.keys().any(|name| entry.capacity(name).is_none())
         {
             return None;
         }
@@ -504,16 +506,16 @@ impl<'a> Search<'a> {
         let committed = self.state.aggregated_capacity(entry.key);
         let allocating = self.allocating_capacity.get(&entry.key);
         for (name, capacity) in &entry.capacity {
-            let requested = requests.and_then(|r| r.get(name));
+            let requested = requests.and_then(|r| r.get(&**name));
             let consumed = consumed_capacity(requested, capacity);
             if violates_policy(&consumed, capacity.policy.as_ref()) {
                 return Some(false);
             }
-            let mut total = match committed.and_then(|c| c.get(name)) {
+            let mut total = match committed.and_then(|c| c.get(&**name)) {
                 Some(already) => quantity::add(already, &consumed),
                 None => consumed,
             };
-            if let Some(more) = allocating.and_then(|a| a.get(name)) {
+            if let Some(more) = allocating.and_then(|a| a.get(&**name)) {
                 total = quantity::add(&total, more);
             }
             if total.cmp_value(&capacity.value) == Ordering::Greater {
@@ -944,7 +946,9 @@ impl<'a> Search<'a> {
                 let consumed: BTreeMap<String, Quantity> = entry
                     .capacity
                     .iter()
-                    .map(|(name, cap)| (name.clone(), consumed_capacity(requests.and_then(|r| r.get(name)), cap)))
+                    .map(|(name, cap)| {
+                        (name.to_string(), consumed_capacity(requests.and_then(|r| r.get(&**name)), cap))
+                    })
                     .collect();
                 let totals = self.allocating_capacity.entry(key).or_default();
                 for (name, value) in &consumed {
@@ -1002,8 +1006,8 @@ impl<'a> Search<'a> {
             let device = self.index.device(pick.device);
             let requests = data.spec.capacity.as_ref().ok().and_then(|c| c.as_ref());
             for (name, cap) in &device.capacity {
-                let consumed = consumed_capacity(requests.and_then(|r| r.get(name)), cap);
-                if let Some(total) = totals.get_mut(name) {
+                let consumed = consumed_capacity(requests.and_then(|r| r.get(&**name)), cap);
+                if let Some(total) = totals.get_mut(&**name) {
                     *total = quantity::sub(total, &consumed);
                 }
             }

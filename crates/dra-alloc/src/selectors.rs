@@ -294,38 +294,26 @@ impl SelectorSet {
 
 /// Builds the CEL view of a device entry.
 pub(crate) fn build_cel_input(driver: &str, device: &DeviceEntry) -> dra_cel::DeviceInput {
+    use crate::index::AttrValue as A;
+    use dra_cel::AttributeValue as V;
+    let strings = |list: &[Arc<str>]| list.iter().map(|s| s.to_string()).collect();
     dra_cel::DeviceInput::new(
         driver,
-        device
-            .raw_attributes
-            .iter()
-            .map(|(name, attribute)| (name.as_str(), cel_attribute(attribute))),
-        device.raw_capacity.iter().map(|(k, v)| (k.as_str(), v.clone())),
+        device.attributes.iter().map(|(name, value)| {
+            let value = match value {
+                A::Int(v) => V::Int(*v),
+                A::Bool(v) => V::Bool(*v),
+                A::String(v) => V::String(v.to_string()),
+                A::Version(v) => V::Version(v.to_string()),
+                A::IntList(v) => V::IntList(v.to_vec()),
+                A::BoolList(v) => V::BoolList(v.to_vec()),
+                A::StringList(v) => V::StringList(strings(v)),
+                A::VersionList(v) => V::VersionList(strings(v)),
+                A::Unset => V::Unset,
+            };
+            (&**name, value)
+        }),
+        device.capacity.iter().map(|(name, c)| (&**name, c.value.clone())),
         device.allow_multiple_allocations,
     )
-}
-
-/// The CEL form of an attribute; list fields win over scalar ones, as upstream's accessor
-/// checks them first.
-fn cel_attribute(attribute: &k8s_openapi::api::resource::v1::DeviceAttribute) -> dra_cel::AttributeValue {
-    use dra_cel::AttributeValue as V;
-    if let Some(v) = &attribute.ints {
-        V::IntList(v.clone())
-    } else if let Some(v) = &attribute.bools {
-        V::BoolList(v.clone())
-    } else if let Some(v) = &attribute.strings {
-        V::StringList(v.clone())
-    } else if let Some(v) = &attribute.versions {
-        V::VersionList(v.clone())
-    } else if let Some(v) = attribute.int {
-        V::Int(v)
-    } else if let Some(v) = attribute.bool {
-        V::Bool(v)
-    } else if let Some(v) = &attribute.string {
-        V::String(v.clone())
-    } else if let Some(v) = &attribute.version {
-        V::Version(v.clone())
-    } else {
-        V::Unset
-    }
 }
