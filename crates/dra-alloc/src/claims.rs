@@ -87,6 +87,10 @@ pub struct PreparedClaim {
     /// exist, selectors are present, every request is `ExactCount`, at most 32 devices. Such
     /// claims may be rejected by a cheap check before the search.
     pub(crate) plain: bool,
+    /// What the pre-search check of plain claims depends on: per request its shape, and per
+    /// (sub)request the selector set and count. Claims with equal keys are rejected by the
+    /// same nodes in the same state.
+    pub(crate) fit_key: Vec<u64>,
 }
 
 impl PreparedClaim {
@@ -126,8 +130,10 @@ impl PreparedClaim {
             })
             .collect();
         let plain = is_plain(&requests, &constraints);
+        let fit_key = fit_key(&requests);
         PreparedClaim {
             plain,
+            fit_key,
             namespace: claim
                 .metadata
                 .namespace
@@ -139,6 +145,23 @@ impl PreparedClaim {
             config: devices.and_then(|d| d.config.clone()).unwrap_or_default(),
         }
     }
+}
+
+fn fit_key(requests: &[PreparedRequest]) -> Vec<u64> {
+    let mut key = Vec::new();
+    for request in requests {
+        let specs: &[RequestSpec] = match &request.body {
+            RequestBody::Exact(spec) => std::slice::from_ref(spec),
+            RequestBody::FirstAvailable(subs) => subs,
+            RequestBody::Unknown => &[],
+        };
+        key.push(specs.len() as u64);
+        for spec in specs {
+            key.push(spec.selector_set.as_ref().map_or(u64::MAX, |s| u64::from(s.id)));
+            key.push(spec.count as u64);
+        }
+    }
+    key
 }
 
 fn is_plain(requests: &[PreparedRequest], constraints: &[ConstraintSpec]) -> bool {

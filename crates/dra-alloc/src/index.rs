@@ -147,6 +147,8 @@ pub struct CounterConsumption {
 #[derive(Debug)]
 pub struct DeviceEntry {
     pub key: DeviceKey,
+    /// Dense identity of the device's `(driver, pool)`.
+    pub pool_key: u32,
     pub slice: SliceIdx,
     pub name: Arc<str>,
     /// Attributes by qualified name as written in the slice, sorted by name.
@@ -285,6 +287,10 @@ pub struct Index {
     key_names: Vec<(Arc<str>, Arc<str>, Box<str>)>,
     /// `driver \0 pool \0 device` -> key.
     key_by_name: HashMap<String, DeviceKey>,
+    /// The pool of each device key.
+    key_pool: Vec<u32>,
+    /// `(driver, pool)` -> dense pool key.
+    pool_keys: HashMap<(String, String), u32>,
     pub(crate) slices_on_node: HashMap<String, Vec<SliceIdx>>,
     pub(crate) slices_shared: Vec<SliceIdx>,
     pub(crate) slices_by_pool: HashMap<(String, String), Vec<SliceIdx>>,
@@ -320,6 +326,8 @@ impl Index {
             devices: Vec::new(),
             key_names: Vec::new(),
             key_by_name: HashMap::new(),
+            key_pool: Vec::new(),
+            pool_keys: HashMap::new(),
             slices_on_node: HashMap::new(),
             slices_shared: Vec::new(),
             slices_by_pool: HashMap::new(),
@@ -368,15 +376,42 @@ impl Index {
         Ok(index)
     }
 
-    fn intern_key(&mut self, driver: &Arc<str>, pool: &Arc<str>, device: &str) -> DeviceKey {
+    fn intern_key(&mut self, driver: &Arc<str>, pool: &Arc<str>, pool_key: u32, device: &str) -> DeviceKey {
         let name = key_text(driver, pool, device);
         if let Some(key) = self.key_by_name.get(&name) {
             return *key;
         }
         let key = DeviceKey(self.key_names.len() as u32);
         self.key_names.push((driver.clone(), pool.clone(), device.into()));
+        self.key_pool.push(pool_key);
         self.key_by_name.insert(name, key);
         key
+    }
+
+    fn intern_pool(&mut self, driver: &str, pool: &str) -> u32 {
+        let next = self.pool_keys.len() as u32;
+        *self
+            .pool_keys
+            .entry((driver.to_string(), pool.to_string()))
+            .or_insert(next)
+    }
+
+    /// The dense key of a `(driver, pool)` pair (pools without any slice share a sentinel).
+    pub fn pool_key(&self, driver: &str, pool: &str) -> u32 {
+        self.pool_keys
+            .get(&(driver.to_string(), pool.to_string()))
+            .copied()
+            .unwrap_or(u32::MAX)
+    }
+
+    /// Number of distinct `(driver, pool)` pairs.
+    pub fn num_pool_keys(&self) -> usize {
+        self.pool_keys.len()
+    }
+
+    /// The pool key of a device key.
+    pub fn pool_of_key(&self, key: DeviceKey) -> u32 {
+        self.key_pool[key.0 as usize]
     }
 
     fn add_slice(
@@ -419,8 +454,9 @@ impl Index {
         let start = self.devices.len() as u32;
         let driver: Arc<str> = spec.driver.as_str().into();
         let pool: Arc<str> = spec.pool.name.as_str().into();
+        let pool_key = self.intern_pool(&spec.driver, &spec.pool.name);
         for (d, device) in spec.devices.iter().flatten().enumerate() {
-            let key = self.intern_key(&driver, &pool, &device.name);
+            let key = self.intern_key(&driver, &pool, pool_key, &device.name);
             let mut capacity = Vec::new();
             for (name, cap) in device.capacity.iter().flatten() {
                 let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
@@ -516,6 +552,7 @@ impl Index {
                 .collect();
             self.devices.push(DeviceEntry {
                 key,
+                pool_key,
                 slice: idx,
                 name: strings.get(&device.name),
                 attributes,

@@ -149,13 +149,24 @@ pub fn allocate(
         Ok(p) => p,
         Err(e) => return (Outcome::Fatal(e), Stats::default()),
     };
-    if claims.iter().all(|c| c.plain) && search::cannot_fit(index, state, node, &pools, claims) {
-        return (
-            Outcome::Unsatisfiable(Unsatisfiable {
-                invalid_pools: pools.pools.iter().any(|p| p.invalid.is_some()),
-            }),
-            Stats::default(),
-        );
+    if claims.iter().all(|c| c.plain) {
+        // The pre-search check depends only on the allocations in the node's pools; its
+        // negative answers are remembered until one of those pools changes.
+        let version: u64 = pools.pools.iter().map(|p| state.pool_version(p.pool_key)).sum();
+        let key: Vec<u64> = claims.iter().flat_map(|c| c.fit_key.iter().copied().chain([u64::MAX - 1])).collect();
+        let rejected = state.was_rejected(&key, node.0, version)
+            || (search::cannot_fit(index, state, node, &pools, claims) && {
+                state.remember_rejection(key, node.0, version);
+                true
+            });
+        if rejected {
+            return (
+                Outcome::Unsatisfiable(Unsatisfiable {
+                    invalid_pools: pools.pools.iter().any(|p| p.invalid.is_some()),
+                }),
+                Stats::default(),
+            );
+        }
     }
     let mut search = match search::Search::new(index, state, node, &pools, claims) {
         Ok(s) => s,

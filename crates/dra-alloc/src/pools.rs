@@ -26,6 +26,62 @@ pub struct PoolView {
     /// Other slices of the pool (devices on other nodes), needed only for counters.
     pub not_targeting: Vec<SliceIdx>,
     pub counter_sets: BTreeMap<String, CounterSetEntry>,
+    /// Dense form of the counters for the search (empty when the pool has none).
+    pub counters: PoolCounters,
+    /// Dense identity of `(driver, pool)`.
+    pub pool_key: u32,
+}
+
+/// A pool's counters as slots: one per (counter set, counter), values in exact nano units.
+#[derive(Debug, Default)]
+pub struct PoolCounters {
+    /// Names of the slots, in (set, counter) order.
+    pub slots: Vec<(String, String)>,
+    /// The counter sets' values per slot.
+    pub totals: Vec<i128>,
+    /// Every device of the pool view (on this node or not) that consumes counters, with its
+    /// consumption per slot. Sorted by device.
+    pub consumers: Vec<(DeviceIdx, Vec<(u32, i128)>)>,
+}
+
+impl PoolCounters {
+    /// The consumption of one device, if it consumes counters.
+    pub fn consumption(&self, device: DeviceIdx) -> Option<&[(u32, i128)]> {
+        self.consumers
+            .binary_search_by_key(&device, |(d, _)| *d)
+            .ok()
+            .map(|i| self.consumers[i].1.as_slice())
+    }
+
+    fn build(index: &Index, sets: &BTreeMap<String, CounterSetEntry>, devices: impl Iterator<Item = DeviceIdx>) -> PoolCounters {
+        let mut out = PoolCounters::default();
+        let mut slot_of = BTreeMap::new();
+        for (set_name, set) in sets {
+            for (counter, value) in &set.counters {
+                slot_of.insert((set_name.as_str(), counter.as_str()), out.slots.len() as u32);
+                out.slots.push((set_name.clone(), counter.clone()));
+                out.totals.push(value.as_nanos());
+            }
+        }
+        for device in devices {
+            let entry = index.device(device);
+            if entry.consumes_counters.is_empty() {
+                continue;
+            }
+            let mut consumption = Vec::new();
+            for c in &entry.consumes_counters {
+                for (counter, value) in &c.counters {
+                    // References were validated: every (set, counter) exists.
+                    if let Some(&slot) = slot_of.get(&(c.counter_set.as_str(), counter.as_str())) {
+                        consumption.push((slot, value.as_nanos()));
+                    }
+                }
+            }
+            out.consumers.push((device, consumption));
+        }
+        out.consumers.sort_by_key(|(d, _)| *d);
+        out
+    }
 }
 
 impl PoolView {
@@ -174,6 +230,8 @@ pub(crate) fn gather_pools(index: &Index, node: NodeId) -> Result<NodePools, Str
                     slice_offsets: Vec::new(),
                     not_targeting: Vec::new(),
                     counter_sets: BTreeMap::new(),
+                    counters: PoolCounters::default(),
+                    pool_key: index.pool_key(id.0, id.1),
                 }
             } else {
                 build_pool(index, id, slices, Some(all))
@@ -245,6 +303,8 @@ fn build_pool(
         slice_offsets: Vec::new(),
         not_targeting: Vec::new(),
         counter_sets: BTreeMap::new(),
+        counters: PoolCounters::default(),
+        pool_key: index.pool_key(id.0, id.1),
     };
     let invalid = |mut view: PoolView, reason: String| {
         view.invalid = Some(reason);
@@ -279,6 +339,15 @@ fn build_pool(
     }
     fill_devices(index, &mut view, device_slices);
     view.not_targeting = not_targeting;
+    let others = view
+        .not_targeting
+        .iter()
+        .flat_map(|s| index.slice(*s).devices.clone().map(DeviceIdx));
+    view.counters = PoolCounters::build(
+        index,
+        &view.counter_sets,
+        view.devices.iter().copied().chain(others),
+    );
     view
 }
 

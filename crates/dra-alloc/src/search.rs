@@ -201,6 +201,32 @@ impl ConstraintState {
         }
     }
 
+    /// Whether `add` could succeed for a device now: the attribute exists and, for a
+    /// matchAttribute that already has devices, equals the stored value. Never changes state.
+    fn could_accept<'v>(&self, base: &str, sub: Option<&str>, value: impl Fn(&str) -> Option<&'v AttrValue>) -> bool {
+        match self {
+            ConstraintState::Match {
+                requests,
+                attribute,
+                value: stored,
+                count,
+            } => {
+                if !constraint_applies(requests, base, sub) {
+                    return true;
+                }
+                let Some(v) = value(attribute) else {
+                    return false;
+                };
+                *count == 0 || stored.as_ref().is_some_and(|s| same_kind_equal(v, s) == Some(true))
+            }
+            ConstraintState::Distinct {
+                requests,
+                attribute,
+                ..
+            } => !constraint_applies(requests, base, sub) || value(attribute).is_some(),
+        }
+    }
+
     fn remove(&mut self, base: &str, sub: Option<&str>) {
         match self {
             ConstraintState::Match { requests, count, .. } => {
@@ -232,8 +258,6 @@ impl std::fmt::Display for ClaimName<'_> {
     }
 }
 
-/// Counters of one pool: counter set -> counter -> value.
-type CounterSets = BTreeMap<String, BTreeMap<String, Quantity>>;
 
 /// The state of one `Allocate` call.
 pub(crate) struct Search<'a> {
@@ -252,10 +276,8 @@ pub(crate) struct Search<'a> {
     allocating: Vec<(DeviceKey, usize)>,
     /// Capacity consumed by shared picks in this call.
     allocating_capacity: BTreeMap<DeviceKey, BTreeMap<String, Quantity>>,
-    /// Counters consumed by picks in this call, per pool index.
-    consumed_counters: BTreeMap<usize, CounterSets>,
-    /// Counters available per pool index (set values minus allocated devices), on first use.
-    available_counters: BTreeMap<usize, CounterSets>,
+    /// Counters consumed by picks in this call, per pool index (slots of `PoolCounters`).
+    consumed_counters: BTreeMap<usize, Vec<i128>>,
     pub picks: Vec<Vec<Pick>>,
     pub steps: u64,
 }
@@ -283,7 +305,6 @@ impl<'a> Search<'a> {
             allocating: Vec::new(),
             allocating_capacity: BTreeMap::new(),
             consumed_counters: BTreeMap::new(),
-            available_counters: BTreeMap::new(),
             picks: vec![Vec::new(); claims.len()],
             steps: 0,
         };
@@ -525,86 +546,52 @@ impl<'a> Search<'a> {
         Some(true)
     }
 
-    fn available_counters(&mut self, pool: usize) -> &CounterSets {
-        if !self.available_counters.contains_key(&pool) {
-            let view = &self.pools.pools[pool];
-            let mut available: CounterSets = view
-                .counter_sets
-                .values()
-                .map(|set| (set.name.clone(), set.counters.clone()))
-                .collect();
-            let devices = view.devices.iter().copied().chain(
-                view.not_targeting
-                    .iter()
-                    .flat_map(|s| self.index.slice(*s).devices.clone().map(DeviceIdx)),
-            );
-            for device in devices {
-                let entry = self.index.device(device);
-                if !self.state.is_allocated(entry.key) {
-                    continue;
-                }
-                for consumption in &entry.consumes_counters {
-                    let Some(set) = available.get_mut(&consumption.counter_set) else {
-                        continue;
-                    };
-                    for (name, value) in &consumption.counters {
-                        if let Some(counter) = set.get_mut(name) {
-                            *counter = quantity::sub(counter, value);
-                        }
-                    }
-                }
-            }
-            self.available_counters.insert(pool, available);
-        }
-        &self.available_counters[&pool]
+    /// Counters available in a pool of this node.
+    fn available_counters(&self, pool: usize) -> Arc<[i128]> {
+        pool_available_counters(self.index, self.state, self.node_id, self.pools, pool)
+    }
+
+    /// Whether counters alone rule the device out for the rest of this call.
+    fn counters_block(&self, pool: usize, device: DeviceIdx) -> bool {
+        let key = self.index.device(device).key;
+        let shared_in_use = self.allocating_capacity.contains_key(&key);
+        counters_block(self.index, self.state, self.node_id, self.pools, pool, device, shared_in_use)
     }
 
     /// `checkAvailableCounters`: adds the device's consumption and checks every counter of the
     /// pool; on failure the consumption is taken back.
     fn take_counters(&mut self, pool: usize, device: DeviceIdx) -> bool {
-        let index = self.index;
-        let entry = index.device(device);
-        self.available_counters(pool);
-        let consumed = self.consumed_counters.entry(pool).or_default();
-        for consumption in &entry.consumes_counters {
-            let set = consumed.entry(consumption.counter_set.clone()).or_default();
-            for (name, value) in &consumption.counters {
-                match set.get_mut(name) {
-                    Some(total) => *total = quantity::add(total, value),
-                    None => {
-                        set.insert(name.clone(), value.clone());
-                    }
-                }
-            }
+        let available = self.available_counters(pool);
+        let pools = self.pools;
+        let Some(consumption) = pools.pools[pool].counters.consumption(device) else {
+            return true;
+        };
+        let consumed = self
+            .consumed_counters
+            .entry(pool)
+            .or_insert_with(|| vec![0; available.len()]);
+        for &(slot, value) in consumption {
+            consumed[slot as usize] += value;
         }
-        let available = &self.available_counters[&pool];
-        let consumed = &self.consumed_counters[&pool];
-        let zero = Quantity::zero();
-        let enough = available.iter().all(|(set_name, counters)| {
-            let used = consumed.get(set_name);
-            counters.iter().all(|(name, avail)| {
-                let used = used.and_then(|u| u.get(name)).unwrap_or(&zero);
-                avail.cmp_value(used) != Ordering::Less
-            })
-        });
+        let enough = available.iter().zip(consumed.iter()).all(|(a, c)| a >= c);
         if !enough {
-            self.release_counters(pool, device);
+            for &(slot, value) in consumption {
+                consumed[slot as usize] -= value;
+            }
         }
         enough
     }
 
     fn release_counters(&mut self, pool: usize, device: DeviceIdx) {
-        let entry = self.index.device(device);
-        if let Some(consumed) = self.consumed_counters.get_mut(&pool) {
-            for consumption in &entry.consumes_counters {
-                if let Some(set) = consumed.get_mut(&consumption.counter_set) {
-                    for (name, value) in &consumption.counters {
-                        if let Some(total) = set.get_mut(name) {
-                            *total = quantity::sub(total, value);
-                        }
-                    }
-                }
-            }
+        let pools = self.pools;
+        let (Some(consumption), Some(consumed)) = (
+            pools.pools[pool].counters.consumption(device),
+            self.consumed_counters.get_mut(&pool),
+        ) else {
+            return;
+        };
+        for &(slot, value) in consumption {
+            consumed[slot as usize] -= value;
         }
     }
 
@@ -759,16 +746,14 @@ impl<'a> Search<'a> {
                 !search.device_in_use(key)
             }
         };
-        let mut free = 0i64;
-        for e in &entries[first..] {
-            if usable(self, e.key) {
-                free += 1;
-                if free >= needed {
-                    break;
-                }
-            }
+        if self.feasible(claim, request, sub, first, needed) < needed {
+            return Ok(false);
         }
-        if free < needed {
+        // Entering a request: look ahead at every request still to come. Picks only ever
+        // shrink what they can get, so one that cannot be satisfied now never will be in
+        // this subtree (this is what turns upstream's exponential search for an impossible
+        // matchAttribute into a handful of steps).
+        if device_index == 0 && !self.later_requests_feasible(claim, request) {
             return Ok(false);
         }
         for e in &entries[first..] {
@@ -802,6 +787,71 @@ impl<'a> Search<'a> {
             }
         }
         Ok(false)
+    }
+
+    /// How many devices (at most `needed`) from position `first` of the candidate list the
+    /// (sub)request could still take: free, and acceptable to the claim's constraints as they
+    /// stand (a matchAttribute with devices must see the same value; every applicable
+    /// constraint needs the attribute). An upper bound on what the search can pick.
+    fn feasible(&self, claim: usize, request: usize, sub: usize, first: usize, needed: i64) -> i64 {
+        let data = &self.requests[claim][request][sub];
+        let admin = data.spec.admin();
+        let (base, sub_name) = match data.parent {
+            Some(parent) => (parent, Some(data.spec.name.as_str())),
+            None => (data.spec.name.as_str(), None),
+        };
+        let constraints = &self.constraints[claim];
+        let mut count = 0i64;
+        for e in &data.candidates.entries[first..] {
+            if count >= needed {
+                break;
+            }
+            let free = if admin {
+                !self.allocating_for_claim(e.key, claim)
+            } else {
+                !self.device_in_use(e.key)
+            };
+            if !free || self.counters_block(e.pool as usize, e.device) {
+                continue;
+            }
+            if !constraints.is_empty() {
+                let entry = self.index.device(e.device);
+                let driver = self.index.slice(entry.slice).driver.as_str();
+                if !constraints
+                    .iter()
+                    .all(|c| c.could_accept(base, sub_name, |a| entry.lookup_attribute(driver, a)))
+                {
+                    continue;
+                }
+            }
+            count += 1;
+        }
+        count
+    }
+
+    /// Whether every request after (claim, request) still has enough feasible devices (for
+    /// `firstAvailable`, some subrequest). Only meaningful when none of them can fail with an
+    /// error (selector errors, `All` mode); then `false` proves there is no solution.
+    fn later_requests_feasible(&self, claim: usize, request: usize) -> bool {
+        let mut any_infeasible = false;
+        for c in claim..self.requests.len() {
+            let from = if c == claim { request + 1 } else { 0 };
+            for r in from..self.requests[c].len() {
+                let subs = &self.requests[c][r];
+                if subs
+                    .iter()
+                    .any(|d| d.candidates.has_error || d.spec.mode == AllocationMode::All)
+                {
+                    return true;
+                }
+                if !any_infeasible
+                    && !(0..subs.len()).any(|s| self.feasible(c, r, s, 0, subs[s].num_devices) >= subs[s].num_devices)
+                {
+                    any_infeasible = true;
+                }
+            }
+        }
+        !any_infeasible
     }
 
     /// A cheap necessary condition checked before the search: every request finds at least
@@ -1021,6 +1071,76 @@ impl<'a> Search<'a> {
     }
 }
 
+/// Counters available in pool `pool` of the node: the sets' values minus what allocated
+/// devices of the pool consume (on this node or others). Upstream lets this go negative.
+fn pool_available_counters(
+    index: &Index,
+    state: &AllocatedState,
+    node: NodeId,
+    pools: &NodePools,
+    pool: usize,
+) -> Arc<[i128]> {
+    let view = &pools.pools[pool];
+    state.available_counters(node.0, pool as u32, view.pool_key, || {
+        let mut available = view.counters.totals.clone();
+        for (device, consumption) in &view.counters.consumers {
+            if state.is_allocated(index.device(*device).key) {
+                for &(slot, value) in consumption {
+                    available[slot as usize] -= value;
+                }
+            }
+        }
+        available
+    })
+}
+
+/// Whether counters alone rule a device out for the rest of an Allocate call: upstream's
+/// check would fail even if the device were the only one picked. Picks only add consumption,
+/// so a blocked device stays blocked. `shared_in_use`: the call already picked a share of the
+/// device (later shares of a shared device do not consume counters again).
+fn counters_block(
+    index: &Index,
+    state: &AllocatedState,
+    node: NodeId,
+    pools: &NodePools,
+    pool: usize,
+    device: DeviceIdx,
+    shared_in_use: bool,
+) -> bool {
+    let entry = index.device(device);
+    if entry.consumes_counters.is_empty() || !index.features.partitionable_devices {
+        return false;
+    }
+    if shared_in_use && index.features.consumable_capacity && entry.allow_multiple_allocations {
+        return false;
+    }
+    if shared_skips_counters(index, state, device) {
+        return false;
+    }
+    let Some(consumption) = pools.pools[pool].counters.consumption(device) else {
+        return false;
+    };
+    let available = pool_available_counters(index, state, node, pools, pool);
+    blocked_by(&available, consumption)
+}
+
+/// A shared device whose capacity is already in use does not consume counters again.
+fn shared_skips_counters(index: &Index, state: &AllocatedState, device: DeviceIdx) -> bool {
+    let entry = index.device(device);
+    index.features.consumable_capacity
+        && entry.allow_multiple_allocations
+        && state.aggregated_capacity(entry.key).is_some()
+}
+
+/// Upstream's counter check for a device picked alone: every counter of the pool must stay
+/// non-negative. A counter already overdrawn by allocated devices blocks every consumer.
+fn blocked_by(available: &[i128], consumption: &[(u32, i128)]) -> bool {
+    available.iter().any(|a| *a < 0)
+        || consumption
+            .iter()
+            .any(|&(slot, value)| available[slot as usize] < value)
+}
+
 /// A cheap proof that plain claims (see [`PreparedClaim`]) have no solution on the node:
 /// some request, for each of its subrequests, finds fewer free selectable devices than it
 /// needs. Upstream's preprocessing cannot fail for plain claims, and with no selector error
@@ -1035,6 +1155,7 @@ pub(crate) fn cannot_fit(
 ) -> bool {
     let mut lists = Vec::new();
     let mut rejected = false;
+    let mut available: BTreeMap<usize, Arc<[i128]>> = BTreeMap::new();
     for claim in claims {
         for request in &claim.requests {
             let specs: &[RequestSpec] = match &request.body {
@@ -1053,9 +1174,21 @@ pub(crate) fn cannot_fit(
                     if free >= spec.count {
                         break;
                     }
-                    if !state.is_exclusively_allocated(e.key) {
-                        free += 1;
+                    if state.is_exclusively_allocated(e.key) {
+                        continue;
                     }
+                    let p = e.pool as usize;
+                    if let Some(consumption) = pools.pools[p].counters.consumption(e.device)
+                        && !shared_skips_counters(index, state, e.device)
+                    {
+                        let available = available
+                            .entry(p)
+                            .or_insert_with(|| pool_available_counters(index, state, node, pools, p));
+                        if blocked_by(available, consumption) {
+                            continue;
+                        }
+                    }
+                    free += 1;
                 }
                 any_fits |= free >= spec.count;
                 lists.push(candidates);

@@ -2,7 +2,8 @@
 //! incrementally: adding or removing one claim's allocation costs O(its results), instead of
 //! upstream's rebuild from every claim in the cluster for every pod.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
 use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::AllocationResult;
@@ -13,7 +14,7 @@ use crate::index::{DeviceKey, Index};
 ///
 /// Counts instead of sets: two claims in the input may (invalidly) name the same device, and
 /// removing one of them must not free the device for the other.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct AllocatedState {
     /// Exclusive allocations per device key.
     exclusive: Vec<u32>,
@@ -27,6 +28,31 @@ pub struct AllocatedState {
     unknown_devices: BTreeSet<(String, String, String)>,
     /// Bumped on every change; lets callers cache derived data.
     version: u64,
+    /// Bumped when an allocation of a device of the pool (by pool key) changes.
+    pool_versions: Vec<u64>,
+    /// Counters available per (node, pool index of the node) given the allocations above,
+    /// with the pool version they were computed for.
+    counter_cache: Mutex<HashMap<(u32, u32), (u64, Arc<[i128]>)>>,
+    /// Plain claims (by their fit key) that a node rejected before the search, with the node's
+    /// allocation version at the time: while it is unchanged, so is the answer.
+    rejections: Mutex<HashMap<(Vec<u64>, u32), u64>>,
+}
+
+impl Clone for AllocatedState {
+    fn clone(&self) -> AllocatedState {
+        AllocatedState {
+            exclusive: self.exclusive.clone(),
+            shares: self.shares.clone(),
+            shares_per_device: self.shares_per_device.clone(),
+            aggregated_capacity: self.aggregated_capacity.clone(),
+            unknown_devices: self.unknown_devices.clone(),
+            version: self.version,
+            pool_versions: self.pool_versions.clone(),
+            // Caches, rebuilt on demand.
+            counter_cache: Mutex::default(),
+            rejections: Mutex::default(),
+        }
+    }
 }
 
 /// A problem with an allocation result that makes it unusable for the state.
@@ -42,6 +68,7 @@ impl AllocatedState {
     pub fn new(index: &Index) -> AllocatedState {
         AllocatedState {
             exclusive: vec![0; index.num_device_keys()],
+            pool_versions: vec![0; index.num_pool_keys()],
             ..AllocatedState::default()
         }
     }
@@ -63,6 +90,45 @@ impl AllocatedState {
     /// `AggregatedCapacity[key]`.
     pub fn aggregated_capacity(&self, key: DeviceKey) -> Option<&BTreeMap<String, Quantity>> {
         self.aggregated_capacity.get(&key)
+    }
+
+    /// The version of a pool's allocations (changes whenever a device of it is allocated or
+    /// freed).
+    pub fn pool_version(&self, pool_key: u32) -> u64 {
+        self.pool_versions.get(pool_key as usize).copied().unwrap_or(0)
+    }
+
+    /// Counters available in a pool of a node (the counter sets' values minus what allocated
+    /// devices consume), computed once per pool version.
+    pub(crate) fn available_counters(
+        &self,
+        node: u32,
+        pool_index: u32,
+        pool_key: u32,
+        compute: impl FnOnce() -> Vec<i128>,
+    ) -> Arc<[i128]> {
+        let version = self.pool_version(pool_key);
+        let mut cache = self.counter_cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((v, counters)) = cache.get(&(node, pool_index))
+            && *v == version
+        {
+            return counters.clone();
+        }
+        let counters: Arc<[i128]> = compute().into();
+        cache.insert((node, pool_index), (version, counters.clone()));
+        counters
+    }
+
+    /// Whether `key` was rejected on `node` when the node's version was `version`.
+    pub(crate) fn was_rejected(&self, key: &[u64], node: u32, version: u64) -> bool {
+        let rejections = self.rejections.lock().unwrap_or_else(|e| e.into_inner());
+        // The map is keyed by owned vectors; probing needs one.
+        rejections.get(&(key.to_vec(), node)) == Some(&version)
+    }
+
+    pub(crate) fn remember_rejection(&self, key: Vec<u64>, node: u32, version: u64) {
+        let mut rejections = self.rejections.lock().unwrap_or_else(|e| e.into_inner());
+        rejections.insert((key, node), version);
     }
 
     /// Records one claim's allocation (results with `adminAccess: true` are ignored).
@@ -101,6 +167,7 @@ impl AllocatedState {
         self.version += 1;
         for (result, consumed) in parsed {
             let Some(key) = index.device_key(&result.driver, &result.pool, &result.device) else {
+                // Unknown devices belong to no pool of the snapshot.
                 let id = (result.driver.clone(), result.pool.clone(), result.device.clone());
                 if add {
                     self.unknown_devices.insert(id);
@@ -109,6 +176,9 @@ impl AllocatedState {
                 }
                 continue;
             };
+            if let Some(v) = self.pool_versions.get_mut(index.pool_of_key(key) as usize) {
+                *v += 1;
+            }
             match &result.share_id {
                 Some(share) => {
                     let entry = self.shares.entry((key, share.clone())).or_default();

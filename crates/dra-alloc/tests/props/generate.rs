@@ -172,10 +172,13 @@ impl Generator {
             2 => json!({"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "accelerated", "operator": "Exists"}]}]}),
             3 => {
-                let a = node_name(self.rng.below(self.num_nodes));
-                let b = node_name(self.rng.below(self.num_nodes));
+                // Field selectors take exactly one value.
+                let (operator, name) = (
+                    *self.rng.pick(&["In", "NotIn"]),
+                    node_name(self.rng.below(self.num_nodes)),
+                );
                 json!({"nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [a, b]}]}]})
+                    {"key": "metadata.name", "operator": operator, "values": [name]}]}]})
             }
             _ => json!({"nodeSelectorTerms": [{"matchExpressions": [
                 {"key": "zone", "operator": "In", "values": ["a", "b"]},
@@ -576,24 +579,24 @@ fn request_names(requests: &[Value]) -> Vec<String> {
 
 fn claim(rng: &mut Rng, options: GenOptions, index: usize) -> Value {
     let tiny = options.tiny;
-    let mut gen = RequestGen { rng, tiny };
-    let num_requests = if tiny { gen.rng.range(1, 2) } else { gen.rng.range(1, 3) };
+    let mut rg = RequestGen { rng, tiny };
+    let num_requests = if tiny { rg.rng.range(1, 2) } else { rg.rng.range(1, 3) };
     let mut admin = false;
     let mut requests = Vec::new();
     for r in 0..num_requests {
         let name = format!("r{r}");
-        if gen.rng.chance(25) {
-            let subs: Vec<Value> = (0..gen.rng.range(1, if tiny { 2 } else { 3 }))
+        if rg.rng.chance(25) {
+            let subs: Vec<Value> = (0..rg.rng.range(1, if tiny { 2 } else { 3 }))
                 .map(|s| {
-                    let mut body = gen.body(true);
+                    let mut body = rg.body(true);
                     body.insert("name".into(), json!(format!("s{s}")));
                     Value::Object(body)
                 })
                 .collect();
             requests.push(json!({"name": name, "firstAvailable": subs}));
         } else {
-            let mut body = gen.body(true);
-            if gen.rng.chance(10) {
+            let mut body = rg.body(true);
+            if rg.rng.chance(10) {
                 body.insert("adminAccess".into(), json!(true));
                 admin = true;
             }
@@ -611,14 +614,14 @@ fn claim(rng: &mut Rng, options: GenOptions, index: usize) -> Value {
     });
     let mut constraints = Vec::new();
     if !(tiny && has_all) {
-        for _ in 0..gen.rng.below(3) {
-            let attribute = *gen.rng.pick(CONSTRAINT_ATTRIBUTES);
-            let listed: Vec<String> = if gen.rng.chance(40) {
+        for _ in 0..rg.rng.below(3) {
+            let attribute = *rg.rng.pick(CONSTRAINT_ATTRIBUTES);
+            let listed: Vec<String> = if rg.rng.chance(40) {
                 Vec::new()
             } else {
-                names.iter().filter(|_| gen.rng.chance(60)).cloned().collect()
+                names.iter().filter(|_| rg.rng.chance(60)).cloned().collect()
             };
-            let distinct = gen.rng.chance(40);
+            let distinct = rg.rng.chance(40);
             if distinct && tiny && !single_device_requests(&requests, &listed) {
                 continue;
             }
@@ -630,10 +633,10 @@ fn claim(rng: &mut Rng, options: GenOptions, index: usize) -> Value {
         }
     }
     let mut config = Vec::new();
-    for k in 0..gen.rng.below(3) {
+    for k in 0..rg.rng.below(3) {
         let mut entry = json!({"opaque": {"driver": GPU, "parameters": {"kind": "ClaimConfig", "n": k}}});
-        if gen.rng.chance(60) {
-            let listed: Vec<String> = names.iter().filter(|_| gen.rng.chance(50)).cloned().collect();
+        if rg.rng.chance(60) {
+            let listed: Vec<String> = names.iter().filter(|_| rg.rng.chance(50)).cloned().collect();
             if !listed.is_empty() {
                 entry["requests"] = json!(listed);
             }
@@ -710,7 +713,7 @@ fn class(name: &str, selectors: &[&str], with_config: bool) -> Value {
     })
 }
 
-fn from_value<T: serde::de::DeserializeOwned>(value: &Value) -> T {
+fn from_value<T: k8s_openapi::serde::de::DeserializeOwned>(value: &Value) -> T {
     match serde_json::from_value(value.clone()) {
         Ok(v) => v,
         Err(e) => panic!("generated object does not deserialize: {e}\n{value:#}"),
@@ -774,6 +777,12 @@ pub fn generate(seed: u64, options: GenOptions) -> Scenario {
             ids.push(claims_raw.len());
             claims_raw.push(c);
         }
+        // The claims of one step belong to one pod, so to one namespace.
+        if ids.iter().any(|i| claims_raw[*i]["metadata"]["namespace"] == ADMIN_NAMESPACE) {
+            for i in &ids {
+                claims_raw[*i]["metadata"]["namespace"] = json!(ADMIN_NAMESPACE);
+            }
+        }
         steps.push(Step {
             node: rng.below(num_nodes),
             claims: ids,
@@ -811,13 +820,10 @@ impl Scenario {
         let mut docs: Vec<Value> = self.raw.clone();
         for (i, step) in self.steps.iter().enumerate() {
             let claims: Vec<&ResourceClaim> = step.claims.iter().map(|c| &self.claims[*c]).collect();
-            let namespaces: Vec<&str> = claims
-                .iter()
-                .map(|c| c.metadata.namespace.as_deref().unwrap_or("default"))
-                .collect();
-            // A pod uses claims of its own namespace only; mixed steps become one pod per
-            // namespace group in the dump (the property test itself is not affected).
-            let namespace = namespaces.first().copied().unwrap_or("default");
+            let namespace = claims
+                .first()
+                .and_then(|c| c.metadata.namespace.as_deref())
+                .unwrap_or("default");
             let entries: Vec<Value> = claims
                 .iter()
                 .map(|c| {

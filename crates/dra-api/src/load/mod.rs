@@ -408,25 +408,14 @@ fn has_items(value: &Value) -> bool {
     }
 }
 
-/// Deepest nesting of arrays and objects in `value`.
-fn json_depth(value: &Value) -> usize {
-    match value {
-        Value::Array(items) => 1 + items.iter().map(json_depth).max().unwrap_or(0),
-        Value::Object(map) => 1 + map.values().map(json_depth).max().unwrap_or(0),
-        _ => 0,
-    }
-}
-
 fn parse_chunk(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> ChunkOutput {
     // JSON (what `kubectl get -o json` and `dra gen -o json` print) is parsed by serde_json,
     // an order of magnitude faster than the YAML parser. Lists go through the YAML parser,
     // which knows the line of every item; so does anything serde_json rejects, to get
-    // YAML's error message.
+    // YAML's error message. serde_json bounds nesting itself (128 levels).
     if chunk.text.trim_start().starts_with(['{', '['])
         && let Ok(docs) = json_stream(chunk.text)
-        && docs
-            .iter()
-            .all(|(_, d)| !has_items(&d.value) && json_depth(&d.value) <= options.max_depth)
+        && docs.iter().all(|(_, d)| !has_items(&d.value))
     {
         return documents(file, chunk, options, docs);
     }
