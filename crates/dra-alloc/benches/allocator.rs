@@ -3,7 +3,9 @@
 //! that succeeds, and one that a full node rejects.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use dra_alloc::{AllocatedState, Index, IndexInput, IndexOptions, NodeId, Outcome, PreparedClaim, allocate};
+use dra_alloc::{
+    AllocatedState, Index, IndexInput, IndexOptions, NodeId, Outcome, PreparedClaim, allocate,
+};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 

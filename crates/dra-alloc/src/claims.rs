@@ -69,8 +69,14 @@ pub struct PreparedRequest {
 /// A claim constraint.
 #[derive(Debug, Clone)]
 pub enum ConstraintSpec {
-    MatchAttribute { requests: Vec<String>, attribute: String },
-    DistinctAttribute { requests: Vec<String>, attribute: String },
+    MatchAttribute {
+        requests: Vec<String>,
+        attribute: String,
+    },
+    DistinctAttribute {
+        requests: Vec<String>,
+        attribute: String,
+    },
     /// Neither kind is set (a fatal error upstream).
     Empty,
 }
@@ -157,7 +163,11 @@ fn fit_key(requests: &[PreparedRequest]) -> Vec<u64> {
         };
         key.push(specs.len() as u64);
         for spec in specs {
-            key.push(spec.selector_set.as_ref().map_or(u64::MAX, |s| u64::from(s.id)));
+            key.push(
+                spec.selector_set
+                    .as_ref()
+                    .map_or(u64::MAX, |s| u64::from(s.id)),
+            );
             key.push(spec.count as u64);
         }
     }
@@ -187,7 +197,9 @@ fn is_plain(requests: &[PreparedRequest], constraints: &[ConstraintSpec]) -> boo
             return false;
         }
     }
-    constraints.iter().all(|c| !matches!(c, ConstraintSpec::Empty))
+    constraints
+        .iter()
+        .all(|c| !matches!(c, ConstraintSpec::Empty))
 }
 
 fn prepare_request(index: &Index, request: &DeviceRequest) -> PreparedRequest {
@@ -253,7 +265,12 @@ fn prepare_spec(index: &Index, fields: SpecFields<'_>) -> RequestSpec {
     let expressions: Vec<String> = fields
         .selectors
         .iter()
-        .map(|s| s.cel.as_ref().map(|c| c.expression.clone()).unwrap_or_default())
+        .map(|s| {
+            s.cel
+                .as_ref()
+                .map(|c| c.expression.clone())
+                .unwrap_or_default()
+        })
         .collect();
     let selector_set = match (class, empty_selector) {
         (Some(class), None) => Some(index.selectors.intern(index, class, &expressions)),

@@ -376,13 +376,20 @@ impl Index {
         Ok(index)
     }
 
-    fn intern_key(&mut self, driver: &Arc<str>, pool: &Arc<str>, pool_key: u32, device: &str) -> DeviceKey {
+    fn intern_key(
+        &mut self,
+        driver: &Arc<str>,
+        pool: &Arc<str>,
+        pool_key: u32,
+        device: &str,
+    ) -> DeviceKey {
         let name = key_text(driver, pool, device);
         if let Some(key) = self.key_by_name.get(&name) {
             return *key;
         }
         let key = DeviceKey(self.key_names.len() as u32);
-        self.key_names.push((driver.clone(), pool.clone(), device.into()));
+        self.key_names
+            .push((driver.clone(), pool.clone(), device.into()));
         self.key_pool.push(pool_key);
         self.key_by_name.insert(name, key);
         key
@@ -467,7 +474,9 @@ impl Index {
                         default: policy
                             .default
                             .as_ref()
-                            .map(|q| parse_quantity(&slice_name, || field(".requestPolicy.default"), q))
+                            .map(|q| {
+                                parse_quantity(&slice_name, || field(".requestPolicy.default"), q)
+                            })
                             .transpose()?,
                         valid_values: policy
                             .valid_values
@@ -527,7 +536,11 @@ impl Index {
                 for (name, counter) in &consumption.counters {
                     let value = parse_quantity(
                         &slice_name,
-                        || format!("spec.devices[{d}].consumesCounters[{c}].counters[{name:?}].value"),
+                        || {
+                            format!(
+                                "spec.devices[{d}].consumesCounters[{c}].counters[{name:?}].value"
+                            )
+                        },
                         &counter.value,
                     )?;
                     counters.push((name.clone(), value));
@@ -621,7 +634,9 @@ impl Index {
 
     /// The key of a device name triple, if any slice has such a device.
     pub fn device_key(&self, driver: &str, pool: &str, device: &str) -> Option<DeviceKey> {
-        self.key_by_name.get(&key_text(driver, pool, device)).copied()
+        self.key_by_name
+            .get(&key_text(driver, pool, device))
+            .copied()
     }
 
     /// `(driver, pool, device)` of a key.

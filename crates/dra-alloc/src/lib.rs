@@ -48,10 +48,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::AllocationResult;
 
-pub use claims::{AllocationMode, ConstraintSpec, PreparedClaim, PreparedRequest, RequestBody, RequestSpec};
+pub use claims::{
+    AllocationMode, ConstraintSpec, PreparedClaim, PreparedRequest, RequestBody, RequestSpec,
+};
 pub use index::{
-    AttrValue, Capacity, ClassEntry, ClassId, DeviceEntry, DeviceIdx, DeviceKey, Index,
-    IndexError, IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, taint_rule_selects,
+    AttrValue, Capacity, ClassEntry, ClassId, DeviceEntry, DeviceIdx, DeviceKey, Index, IndexError,
+    IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, taint_rule_selects,
 };
 pub use pools::{NodePools, PoolView};
 pub use search::tolerates_taint;
@@ -152,8 +154,15 @@ pub fn allocate(
     if claims.iter().all(|c| c.plain) {
         // The pre-search check depends only on the allocations in the node's pools; its
         // negative answers are remembered until one of those pools changes.
-        let version: u64 = pools.pools.iter().map(|p| state.pool_version(p.pool_key)).sum();
-        let key: Vec<u64> = claims.iter().flat_map(|c| c.fit_key.iter().copied().chain([u64::MAX - 1])).collect();
+        let version: u64 = pools
+            .pools
+            .iter()
+            .map(|p| state.pool_version(p.pool_key))
+            .sum();
+        let key: Vec<u64> = claims
+            .iter()
+            .flat_map(|c| c.fit_key.iter().copied().chain([u64::MAX - 1]))
+            .collect();
         let rejected = state.was_rejected(&key, node.0, version)
             || (search::cannot_fit(index, state, node, &pools, claims) && {
                 state.remember_rejection(key, node.0, version);
@@ -177,7 +186,9 @@ pub fn allocate(
     } else {
         Ok(false)
     };
-    let stats = Stats { steps: search.steps };
+    let stats = Stats {
+        steps: search.steps,
+    };
     let outcome = match done {
         Err(search::Stop::Fatal(message)) => Outcome::Fatal(FatalError { message }),
         // Swallowed at claim boundaries upstream; at the top it means "no solution".

@@ -74,7 +74,9 @@ fn values(requirement: &NodeSelectorRequirement) -> &[String] {
 fn check_label_requirement(requirement: &NodeSelectorRequirement) -> Result<(), NodeSelectorError> {
     let values = values(requirement);
     if requirement.key.is_empty() {
-        return Err(invalid("key: Invalid value: \"\": name part must be non-empty".into()));
+        return Err(invalid(
+            "key: Invalid value: \"\": name part must be non-empty".into(),
+        ));
     }
     match requirement.operator.as_str() {
         "In" | "NotIn" => {
@@ -204,7 +206,9 @@ mod tests {
         }
     }
 
-    fn selector(terms: Vec<(Vec<NodeSelectorRequirement>, Vec<NodeSelectorRequirement>)>) -> NodeSelector {
+    fn selector(
+        terms: Vec<(Vec<NodeSelectorRequirement>, Vec<NodeSelectorRequirement>)>,
+    ) -> NodeSelector {
         NodeSelector {
             node_selector_terms: terms
                 .into_iter()
@@ -231,13 +235,20 @@ mod tests {
         ];
         for (requirement, want) in cases {
             let s = selector(vec![(vec![requirement.clone()], vec![])]);
-            assert_eq!(node_selector_matches(&s, &node()), Ok(*want), "{requirement:?}");
+            assert_eq!(
+                node_selector_matches(&s, &node()),
+                Ok(*want),
+                "{requirement:?}"
+            );
         }
     }
 
     #[test]
     fn fields_and_terms() {
-        let by_name = selector(vec![(vec![], vec![req("metadata.name", "In", &["node-a"])])]);
+        let by_name = selector(vec![(
+            vec![],
+            vec![req("metadata.name", "In", &["node-a"])],
+        )]);
         assert_eq!(node_selector_matches(&by_name, &node()), Ok(true));
         let other = selector(vec![
             (vec![], vec![req("metadata.name", "In", &["node-b"])]),
@@ -255,7 +266,10 @@ mod tests {
             (vec![req("zone", "Gt", &["x"])], vec![]),
         ]);
         assert!(node_selector_matches(&bad, &node()).is_err());
-        let bad_field = selector(vec![(vec![], vec![req("metadata.name", "In", &["a", "b"])])]);
+        let bad_field = selector(vec![(
+            vec![],
+            vec![req("metadata.name", "In", &["a", "b"])],
+        )]);
         assert!(node_selector_matches(&bad_field, &node()).is_err());
         let bad_op = selector(vec![(vec![req("zone", "Like", &["a"])], vec![])]);
         assert!(node_selector_matches(&bad_op, &node()).is_err());

@@ -53,12 +53,19 @@ impl PoolCounters {
             .map(|i| self.consumers[i].1.as_slice())
     }
 
-    fn build(index: &Index, sets: &BTreeMap<String, CounterSetEntry>, devices: impl Iterator<Item = DeviceIdx>) -> PoolCounters {
+    fn build(
+        index: &Index,
+        sets: &BTreeMap<String, CounterSetEntry>,
+        devices: impl Iterator<Item = DeviceIdx>,
+    ) -> PoolCounters {
         let mut out = PoolCounters::default();
         let mut slot_of = BTreeMap::new();
         for (set_name, set) in sets {
             for (counter, value) in &set.counters {
-                slot_of.insert((set_name.as_str(), counter.as_str()), out.slots.len() as u32);
+                slot_of.insert(
+                    (set_name.as_str(), counter.as_str()),
+                    out.slots.len() as u32,
+                );
                 out.slots.push((set_name.clone(), counter.clone()));
                 out.totals.push(value.as_nanos());
             }
@@ -110,9 +117,8 @@ pub(crate) fn node_matches(
         return Ok(true);
     }
     match selector {
-        Some(selector) => node_selector_matches(selector, node).map_err(|e| {
-            format!("failed to parse node selector: {e}")
-        }),
+        Some(selector) => node_selector_matches(selector, node)
+            .map_err(|e| format!("failed to parse node selector: {e}")),
         None => Ok(false),
     }
 }
@@ -139,8 +145,14 @@ pub(crate) fn gather_pools(index: &Index, node: NodeId) -> Result<NodePools, Str
         let relevant = match &slice.selection {
             SliceNodeSelection::NodeName(name) => node_matches(facts, name, false, None),
             SliceNodeSelection::AllNodes => Ok(true),
-            SliceNodeSelection::Selector(selector) => node_matches(facts, "", false, Some(selector))
-                .map_err(|e| format!("failed to perform node selection for slice {}: {e}", slice.name)),
+            SliceNodeSelection::Selector(selector) => {
+                node_matches(facts, "", false, Some(selector)).map_err(|e| {
+                    format!(
+                        "failed to perform node selection for slice {}: {e}",
+                        slice.name
+                    )
+                })
+            }
             SliceNodeSelection::PerDevice => {
                 let mut any = false;
                 for d in slice.devices.clone() {
@@ -266,7 +278,13 @@ fn build_pool(
     all_slices_of_pool: Option<Vec<SliceIdx>>,
 ) -> PoolView {
     let partitionable = index.features.partitionable_devices;
-    slices.sort_by(|a, b| index.slice(*a).name.as_bytes().cmp(index.slice(*b).name.as_bytes()));
+    slices.sort_by(|a, b| {
+        index
+            .slice(*a)
+            .name
+            .as_bytes()
+            .cmp(index.slice(*b).name.as_bytes())
+    });
     let mut device_slices = Vec::new();
     let mut counter_slices = Vec::new();
     let mut not_targeting = Vec::new();
@@ -280,7 +298,10 @@ fn build_pool(
     if let Some(all) = &all_slices_of_pool
         && slices.len() < all.len()
     {
-        let names: HashSet<&str> = slices.iter().map(|s| index.slice(*s).name.as_str()).collect();
+        let names: HashSet<&str> = slices
+            .iter()
+            .map(|s| index.slice(*s).name.as_str())
+            .collect();
         for &s in all {
             let slice = index.slice(s);
             if names.contains(slice.name.as_str()) {

@@ -30,7 +30,11 @@ pub(crate) fn build_results(search: &Search<'_>) -> Result<Vec<AllocationResult>
             allocation_timestamp: None,
             devices: Some(DeviceAllocationResult {
                 results: Some(devices),
-                config: if config.is_empty() { None } else { Some(config) },
+                config: if config.is_empty() {
+                    None
+                } else {
+                    Some(config)
+                },
             }),
             node_selector,
         });
@@ -69,7 +73,11 @@ fn device_result(
                 .map(|(name, q)| (name.clone(), WireQuantity(q.to_canonical_string())))
                 .collect::<BTreeMap<_, _>>()
         }),
-        binding_conditions: if binding { entry.binding_conditions.clone() } else { None },
+        binding_conditions: if binding {
+            entry.binding_conditions.clone()
+        } else {
+            None
+        },
         binding_failure_conditions: if binding {
             entry.binding_failure_conditions.clone()
         } else {
@@ -82,7 +90,13 @@ fn device_result(
 /// A share ID for a shared device. Upstream draws a random UUID; a simulation must be
 /// reproducible, so ours is derived from the claim, the result position and the device, and
 /// formatted like a version-4 UUID.
-fn share_id(claim: &PreparedClaim, position: usize, driver: &str, pool: &str, device: &str) -> String {
+fn share_id(
+    claim: &PreparedClaim,
+    position: usize,
+    driver: &str,
+    pool: &str,
+    device: &str,
+) -> String {
     let text = format!(
         "{}\0{}\0{position}\0{driver}\0{pool}\0{device}",
         claim.namespace, claim.name
@@ -109,7 +123,11 @@ fn fnv1a64(bytes: &[u8], seed: u64) -> u64 {
 
 /// The name a request is known by in this allocation: its own name, or `req/sub` for the
 /// selected subrequest.
-fn allocated_request_names(search: &Search<'_>, c: usize, claim: &PreparedClaim) -> Vec<(String, Option<String>)> {
+fn allocated_request_names(
+    search: &Search<'_>,
+    c: usize,
+    claim: &PreparedClaim,
+) -> Vec<(String, Option<String>)> {
     claim
         .requests
         .iter()
@@ -128,7 +146,11 @@ fn allocated_request_names(search: &Search<'_>, c: usize, claim: &PreparedClaim)
         .collect()
 }
 
-fn build_config(search: &Search<'_>, c: usize, claim: &PreparedClaim) -> Vec<DeviceAllocationConfiguration> {
+fn build_config(
+    search: &Search<'_>,
+    c: usize,
+    claim: &PreparedClaim,
+) -> Vec<DeviceAllocationConfiguration> {
     let index = search.index;
     let mut config: Vec<DeviceAllocationConfiguration> = Vec::new();
     // Class configuration: once per class, with the names of all requests that used it.
@@ -138,7 +160,10 @@ fn build_config(search: &Search<'_>, c: usize, claim: &PreparedClaim) -> Vec<Dev
         let name = data.request_name();
         if let Some((start, end)) = class_ranges.get(&data.class.0) {
             for entry in &mut config[*start..*end] {
-                entry.requests.get_or_insert_with(Vec::new).push(name.clone());
+                entry
+                    .requests
+                    .get_or_insert_with(Vec::new)
+                    .push(name.clone());
             }
             continue;
         }
@@ -187,7 +212,10 @@ fn build_config(search: &Search<'_>, c: usize, claim: &PreparedClaim) -> Vec<Dev
 }
 
 /// `createNodeSelector`.
-fn create_node_selector(search: &Search<'_>, picks: &[Pick]) -> Result<Option<NodeSelector>, String> {
+fn create_node_selector(
+    search: &Search<'_>,
+    picks: &[Pick],
+) -> Result<Option<NodeSelector>, String> {
     let index = search.index;
     let mut fields: Vec<NodeSelectorRequirement> = Vec::new();
     let mut expressions: Vec<NodeSelectorRequirement> = Vec::new();
@@ -197,7 +225,10 @@ fn create_node_selector(search: &Search<'_>, picks: &[Pick]) -> Result<Option<No
         let (node_name, selector) = if slice.per_device_node_selection_field {
             (entry.node_name.as_ref(), entry.node_selector.as_ref())
         } else {
-            (slice.node_name_field.as_ref(), slice.node_selector_field.as_ref())
+            (
+                slice.node_name_field.as_ref(),
+                slice.node_selector_field.as_ref(),
+            )
         };
         if node_name.is_some() || entry.binds_to_node {
             return Ok(Some(NodeSelector {
@@ -216,7 +247,10 @@ fn create_node_selector(search: &Search<'_>, picks: &[Pick]) -> Result<Option<No
                 0 => {}
                 1 => {
                     let term = &selector.node_selector_terms[0];
-                    add_new_requirements(term.match_fields.as_deref().unwrap_or_default(), &mut fields);
+                    add_new_requirements(
+                        term.match_fields.as_deref().unwrap_or_default(),
+                        &mut fields,
+                    );
                     add_new_requirements(
                         term.match_expressions.as_deref().unwrap_or_default(),
                         &mut expressions,
@@ -248,7 +282,12 @@ fn add_new_requirements(from: &[NodeSelectorRequirement], to: &mut Vec<NodeSelec
         let present = to.iter().any(|existing| {
             existing.key == requirement.key
                 && existing.operator == requirement.operator
-                && existing.values.iter().flatten().collect::<std::collections::BTreeSet<_>>() == values
+                && existing
+                    .values
+                    .iter()
+                    .flatten()
+                    .collect::<std::collections::BTreeSet<_>>()
+                    == values
         });
         if !present {
             to.push(requirement.clone());

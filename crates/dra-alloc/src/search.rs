@@ -13,7 +13,9 @@ use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::DeviceToleration;
 
 use crate::claims::{AllocationMode, ConstraintSpec, PreparedClaim, RequestBody, RequestSpec};
-use crate::index::{AttrValue, Capacity, ClassId, DeviceIdx, DeviceKey, Index, NodeId, RequestPolicy};
+use crate::index::{
+    AttrValue, Capacity, ClassId, DeviceIdx, DeviceKey, Index, NodeId, RequestPolicy,
+};
 use crate::node_selector::NodeFacts;
 use crate::pools::{NodePools, node_matches};
 use crate::quantity;
@@ -122,25 +124,34 @@ fn same_kind_equal(a: &AttrValue, b: &AttrValue) -> Option<bool> {
 impl ConstraintState {
     fn new(spec: &ConstraintSpec) -> Option<ConstraintState> {
         match spec {
-            ConstraintSpec::MatchAttribute { requests, attribute } => Some(ConstraintState::Match {
+            ConstraintSpec::MatchAttribute {
+                requests,
+                attribute,
+            } => Some(ConstraintState::Match {
                 requests: requests.clone(),
                 attribute: attribute.clone(),
                 value: None,
                 count: 0,
             }),
-            ConstraintSpec::DistinctAttribute { requests, attribute } => {
-                Some(ConstraintState::Distinct {
-                    requests: requests.clone(),
-                    attribute: attribute.clone(),
-                    values: BTreeMap::new(),
-                    count: 0,
-                })
-            }
+            ConstraintSpec::DistinctAttribute {
+                requests,
+                attribute,
+            } => Some(ConstraintState::Distinct {
+                requests: requests.clone(),
+                attribute: attribute.clone(),
+                values: BTreeMap::new(),
+                count: 0,
+            }),
             ConstraintSpec::Empty => None,
         }
     }
 
-    fn add(&mut self, base: &str, sub: Option<&str>, value: impl Fn(&str) -> Option<AttrValue>) -> bool {
+    fn add(
+        &mut self,
+        base: &str,
+        sub: Option<&str>,
+        value: impl Fn(&str) -> Option<AttrValue>,
+    ) -> bool {
         match self {
             ConstraintState::Match {
                 requests,
@@ -203,7 +214,12 @@ impl ConstraintState {
 
     /// Whether `add` could succeed for a device now: the attribute exists and, for a
     /// matchAttribute that already has devices, equals the stored value. Never changes state.
-    fn could_accept<'v>(&self, base: &str, sub: Option<&str>, value: impl Fn(&str) -> Option<&'v AttrValue>) -> bool {
+    fn could_accept<'v>(
+        &self,
+        base: &str,
+        sub: Option<&str>,
+        value: impl Fn(&str) -> Option<&'v AttrValue>,
+    ) -> bool {
         match self {
             ConstraintState::Match {
                 requests,
@@ -217,7 +233,10 @@ impl ConstraintState {
                 let Some(v) = value(attribute) else {
                     return false;
                 };
-                *count == 0 || stored.as_ref().is_some_and(|s| same_kind_equal(v, s) == Some(true))
+                *count == 0
+                    || stored
+                        .as_ref()
+                        .is_some_and(|s| same_kind_equal(v, s) == Some(true))
             }
             ConstraintState::Distinct {
                 requests,
@@ -229,7 +248,9 @@ impl ConstraintState {
 
     fn remove(&mut self, base: &str, sub: Option<&str>) {
         match self {
-            ConstraintState::Match { requests, count, .. } => {
+            ConstraintState::Match {
+                requests, count, ..
+            } => {
                 if constraint_applies(requests, base, sub) {
                     *count = count.saturating_sub(1);
                 }
@@ -257,7 +278,6 @@ impl std::fmt::Display for ClaimName<'_> {
         write!(f, "{}/{}", self.0.namespace, self.0.name)
     }
 }
-
 
 /// The state of one `Allocate` call.
 pub(crate) struct Search<'a> {
@@ -460,7 +480,10 @@ impl<'a> Search<'a> {
     ) -> Result<bool, String> {
         let entry = self.index.device(device);
         if !self.index.features.device_binding_and_status
-            && entry.binding_conditions.as_ref().is_some_and(|c| !c.is_empty())
+            && entry
+                .binding_conditions
+                .as_ref()
+                .is_some_and(|c| !c.is_empty())
         {
             return Ok(false);
         }
@@ -508,7 +531,9 @@ impl<'a> Search<'a> {
     }
 
     fn allocating_for_claim(&self, key: DeviceKey, claim: usize) -> bool {
-        self.allocating.iter().any(|(k, c)| *k == key && *c == claim)
+        self.allocating
+            .iter()
+            .any(|(k, c)| *k == key && *c == claim)
     }
 
     /// `CmpRequestOverCapacity`: `None` is upstream's error (the request names a capacity the
@@ -555,7 +580,15 @@ impl<'a> Search<'a> {
     fn counters_block(&self, pool: usize, device: DeviceIdx) -> bool {
         let key = self.index.device(device).key;
         let shared_in_use = self.allocating_capacity.contains_key(&key);
-        counters_block(self.index, self.state, self.node_id, self.pools, pool, device, shared_in_use)
+        counters_block(
+            self.index,
+            self.state,
+            self.node_id,
+            self.pools,
+            pool,
+            device,
+            shared_in_use,
+        )
     }
 
     /// `checkAvailableCounters`: adds the device's consumption and checks every counter of the
@@ -651,11 +684,17 @@ impl<'a> Search<'a> {
 
         if all {
             let (pool, device) = data.all_devices[device_index as usize];
-            match self.allocate_device(claim, request, sub, pool, device, true)? {
-                false => return Ok(false),
-                true => {}
+            if !self.allocate_device(claim, request, sub, pool, device, true)? {
+                return Ok(false);
             }
-            let done = self.allocate_one(claim, request, sub, device_index + 1, allocate_sub_request, (0, 0));
+            let done = self.allocate_one(
+                claim,
+                request,
+                sub,
+                device_index + 1,
+                allocate_sub_request,
+                (0, 0),
+            );
             return match done {
                 Ok(true) => Ok(true),
                 other => {
@@ -668,7 +707,14 @@ impl<'a> Search<'a> {
         let admin = data.spec.admin();
         let (start_pool, start_device) = start;
         if !data.candidates.has_error {
-            return self.search_candidates(claim, request, sub, device_index, allocate_sub_request, start);
+            return self.search_candidates(
+                claim,
+                request,
+                sub,
+                device_index,
+                allocate_sub_request,
+                start,
+            );
         }
         for p in start_pool..self.pools.pools.len() {
             let pool = &self.pools.pools[p];
@@ -845,7 +891,9 @@ impl<'a> Search<'a> {
                     return true;
                 }
                 if !any_infeasible
-                    && !(0..subs.len()).any(|s| self.feasible(c, r, s, 0, subs[s].num_devices) >= subs[s].num_devices)
+                    && !(0..subs.len()).any(|s| {
+                        self.feasible(c, r, s, 0, subs[s].num_devices) >= subs[s].num_devices
+                    })
                 {
                     any_infeasible = true;
                 }
@@ -891,9 +939,11 @@ impl<'a> Search<'a> {
 
     /// Whether some request of the call could meet an error during the search.
     fn any_error_possible(&self) -> bool {
-        self.requests.iter().flatten().flatten().any(|d| {
-            d.candidates.has_error || d.spec.mode == AllocationMode::All
-        })
+        self.requests
+            .iter()
+            .flatten()
+            .flatten()
+            .any(|d| d.candidates.has_error || d.spec.mode == AllocationMode::All)
     }
 
     /// `allocateDevice`: checks in upstream's order; on success records the pick.
@@ -976,7 +1026,8 @@ impl<'a> Search<'a> {
         let mut consumed_result = None;
         let mut capacity_added = false;
         if features.consumable_capacity {
-            if self.request_fits_capacity(&self.requests[claim][request][sub], device) != Some(true) {
+            if self.request_fits_capacity(&self.requests[claim][request][sub], device) != Some(true)
+            {
                 // Upstream returns here without undoing constraints, the in-use mark and
                 // counters; this path is reachable only in All mode. Undo all of it, like the
                 // fixed upstream code does for the other rejection paths.
@@ -997,7 +1048,10 @@ impl<'a> Search<'a> {
                     .capacity
                     .iter()
                     .map(|(name, cap)| {
-                        (name.to_string(), consumed_capacity(requests.and_then(|r| r.get(&**name)), cap))
+                        (
+                            name.to_string(),
+                            consumed_capacity(requests.and_then(|r| r.get(&**name)), cap),
+                        )
                     })
                     .collect();
                 let totals = self.allocating_capacity.entry(key).or_default();
@@ -1181,9 +1235,9 @@ pub(crate) fn cannot_fit(
                     if let Some(consumption) = pools.pools[p].counters.consumption(e.device)
                         && !shared_skips_counters(index, state, e.device)
                     {
-                        let available = available
-                            .entry(p)
-                            .or_insert_with(|| pool_available_counters(index, state, node, pools, p));
+                        let available = available.entry(p).or_insert_with(|| {
+                            pool_available_counters(index, state, node, pools, p)
+                        });
                         if blocked_by(available, consumption) {
                             continue;
                         }

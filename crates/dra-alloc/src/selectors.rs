@@ -104,7 +104,12 @@ impl SelectorCache {
         if let Some(c) = compiled.get(expression) {
             return c.clone();
         }
-        let result = Arc::new(index.compiler.compile(expression).map_err(|e| e.to_string()));
+        let result = Arc::new(
+            index
+                .compiler
+                .compile(expression)
+                .map_err(|e| e.to_string()),
+        );
         compiled.insert(expression.to_string(), result.clone());
         result
     }
@@ -128,7 +133,7 @@ impl SelectorCache {
             .map(|expr| match expr {
                 Some(expr) => self.compile(index, expr),
                 None => Arc::new(Err(
-                    "CEL expression empty (unsupported selector type?)".to_string(),
+                    "CEL expression empty (unsupported selector type?)".to_string()
                 )),
             })
             .collect();
@@ -210,7 +215,10 @@ impl SelectorSet {
             for (position, &device) in pool.devices.iter().enumerate() {
                 let entry = index.device(device);
                 if !index.features.device_binding_and_status
-                    && entry.binding_conditions.as_ref().is_some_and(|c| !c.is_empty())
+                    && entry
+                        .binding_conditions
+                        .as_ref()
+                        .is_some_and(|c| !c.is_empty())
                 {
                     continue;
                 }
@@ -313,7 +321,10 @@ pub(crate) fn build_cel_input(driver: &str, device: &DeviceEntry) -> dra_cel::De
             };
             (&**name, value)
         }),
-        device.capacity.iter().map(|(name, c)| (&**name, c.value.clone())),
+        device
+            .capacity
+            .iter()
+            .map(|(name, c)| (&**name, c.value.clone())),
         device.allow_multiple_allocations,
     )
 }

@@ -22,8 +22,11 @@ pub struct AllocatedState {
     shares: BTreeMap<(DeviceKey, String), u32>,
     /// Number of shares per device (for "is allocated").
     shares_per_device: BTreeMap<DeviceKey, u32>,
-    /// Sum of `consumedCapacity` over the shares of a device.
+    /// Sum of `consumedCapacity` over the shares of a device that report one.
     aggregated_capacity: BTreeMap<DeviceKey, BTreeMap<String, Quantity>>,
+    /// How many results contribute to `aggregated_capacity` per device: upstream's state has
+    /// an entry only while some shared result carries `consumedCapacity`.
+    capacity_contributors: BTreeMap<DeviceKey, u32>,
     /// Devices named by results but absent from every slice: they cannot influence allocation.
     unknown_devices: BTreeSet<(String, String, String)>,
     /// Bumped on every change; lets callers cache derived data.
@@ -32,11 +35,14 @@ pub struct AllocatedState {
     pool_versions: Vec<u64>,
     /// Counters available per (node, pool index of the node) given the allocations above,
     /// with the pool version they were computed for.
-    counter_cache: Mutex<HashMap<(u32, u32), (u64, Arc<[i128]>)>>,
+    counter_cache: Mutex<HashMap<(u32, u32), VersionedCounters>>,
     /// Plain claims (by their fit key) that a node rejected before the search, with the node's
     /// allocation version at the time: while it is unchanged, so is the answer.
     rejections: Mutex<HashMap<(Vec<u64>, u32), u64>>,
 }
+
+/// Available counters of a pool and the pool version they were computed for.
+type VersionedCounters = (u64, Arc<[i128]>);
 
 impl Clone for AllocatedState {
     fn clone(&self) -> AllocatedState {
@@ -45,6 +51,7 @@ impl Clone for AllocatedState {
             shares: self.shares.clone(),
             shares_per_device: self.shares_per_device.clone(),
             aggregated_capacity: self.aggregated_capacity.clone(),
+            capacity_contributors: self.capacity_contributors.clone(),
             unknown_devices: self.unknown_devices.clone(),
             version: self.version,
             pool_versions: self.pool_versions.clone(),
@@ -95,7 +102,10 @@ impl AllocatedState {
     /// The version of a pool's allocations (changes whenever a device of it is allocated or
     /// freed).
     pub fn pool_version(&self, pool_key: u32) -> u64 {
-        self.pool_versions.get(pool_key as usize).copied().unwrap_or(0)
+        self.pool_versions
+            .get(pool_key as usize)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// Counters available in a pool of a node (the counter sets' values minus what allocated
@@ -137,11 +147,20 @@ impl AllocatedState {
     }
 
     /// Forgets one claim's allocation, as when the claim is deallocated.
-    pub fn remove(&mut self, index: &Index, allocation: &AllocationResult) -> Result<(), StateError> {
+    pub fn remove(
+        &mut self,
+        index: &Index,
+        allocation: &AllocationResult,
+    ) -> Result<(), StateError> {
         self.apply(index, allocation, false)
     }
 
-    fn apply(&mut self, index: &Index, allocation: &AllocationResult, add: bool) -> Result<(), StateError> {
+    fn apply(
+        &mut self,
+        index: &Index,
+        allocation: &AllocationResult,
+        add: bool,
+    ) -> Result<(), StateError> {
         // Parse everything first so a bad quantity leaves the state untouched.
         let mut parsed = Vec::new();
         for result in allocation
@@ -153,14 +172,17 @@ impl AllocatedState {
             if result.admin_access == Some(true) {
                 continue;
             }
-            let mut consumed = BTreeMap::new();
+            // `None`: the result has no consumedCapacity at all (not even an empty map).
+            let mut consumed = result.consumed_capacity.as_ref().map(|_| BTreeMap::new());
             for (name, q) in result.consumed_capacity.iter().flatten() {
                 let value = Quantity::parse(&q.0).map_err(|e| StateError {
                     device: format!("{}/{}/{}", result.driver, result.pool, result.device),
                     name: name.clone(),
                     message: e.to_string(),
                 })?;
-                consumed.insert(name.clone(), value);
+                if let Some(consumed) = consumed.as_mut() {
+                    consumed.insert(name.clone(), value);
+                }
             }
             parsed.push((result, consumed));
         }
@@ -168,7 +190,11 @@ impl AllocatedState {
         for (result, consumed) in parsed {
             let Some(key) = index.device_key(&result.driver, &result.pool, &result.device) else {
                 // Unknown devices belong to no pool of the snapshot.
-                let id = (result.driver.clone(), result.pool.clone(), result.device.clone());
+                let id = (
+                    result.driver.clone(),
+                    result.pool.clone(),
+                    result.device.clone(),
+                );
                 if add {
                     self.unknown_devices.insert(id);
                 } else {
@@ -196,18 +222,28 @@ impl AllocatedState {
                     if self.shares_per_device.get(&key) == Some(&0) {
                         self.shares_per_device.remove(&key);
                     }
-                    // Upstream aggregates consumedCapacity only for results with a shareID.
-                    let totals = self.aggregated_capacity.entry(key).or_default();
-                    for (name, value) in consumed {
-                        let total = totals.entry(name).or_insert_with(Quantity::zero);
-                        *total = if add {
-                            crate::quantity::add(total, &value)
+                    // Upstream aggregates consumedCapacity only for results with a shareID
+                    // and a consumedCapacity (kube-scheduler's GatherAllocatedState).
+                    if let Some(consumed) = consumed {
+                        let contributors = self.capacity_contributors.entry(key).or_default();
+                        if add {
+                            *contributors += 1;
                         } else {
-                            crate::quantity::sub(total, &value)
-                        };
-                    }
-                    if !self.shares_per_device.contains_key(&key) {
-                        self.aggregated_capacity.remove(&key);
+                            *contributors = contributors.saturating_sub(1);
+                        }
+                        let totals = self.aggregated_capacity.entry(key).or_default();
+                        for (name, value) in consumed {
+                            let total = totals.entry(name).or_insert_with(Quantity::zero);
+                            *total = if add {
+                                crate::quantity::add(total, &value)
+                            } else {
+                                crate::quantity::sub(total, &value)
+                            };
+                        }
+                        if self.capacity_contributors.get(&key) == Some(&0) {
+                            self.capacity_contributors.remove(&key);
+                            self.aggregated_capacity.remove(&key);
+                        }
                     }
                 }
                 None => {

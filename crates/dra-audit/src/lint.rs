@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use dra_api::{Cluster, Diagnostic, Located, ObjectRef, ScopeFlag, Source};
 use dra_cel::{Compiler, CompilerOptions, Environment, SELECTOR_MAX_COST};
-use k8s_openapi::api::resource::v1::{DeviceClaim, DeviceSelector};
 use k8s_openapi::Resource;
+use k8s_openapi::api::resource::v1::{DeviceClaim, DeviceSelector};
 
 /// Options for [`lint`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -27,7 +27,11 @@ pub fn lint(cluster: &Cluster, options: &LintOptions) -> Vec<Diagnostic> {
         findings: &mut findings,
     };
     for class in &cluster.device_classes {
-        let selectors = class.object.spec.as_ref().and_then(|s| s.selectors.as_deref());
+        let selectors = class
+            .object
+            .spec
+            .as_ref()
+            .and_then(|s| s.selectors.as_deref());
         cel.selectors(class, &class.object.metadata, "spec.selectors", selectors);
     }
     for claim in &cluster.resource_claims {
@@ -43,7 +47,12 @@ pub fn lint(cluster: &Cluster, options: &LintOptions) -> Vec<Diagnostic> {
             .and_then(|s| s.spec.as_ref())
             .and_then(|s| s.devices.as_ref())
         {
-            cel.claim(template, &template.object.metadata, "spec.spec.devices", devices);
+            cel.claim(
+                template,
+                &template.object.metadata,
+                "spec.spec.devices",
+                devices,
+            );
         }
     }
     cross_object(cluster, &mut findings);
@@ -114,10 +123,13 @@ impl CelLint<'_> {
                 Err(e) => {
                     let at = e
                         .position()
-                        .map(|p| format!(" (selector #{i}, line {} column {})", p.line, p.column + 1))
+                        .map(|p| {
+                            format!(" (selector #{i}, line {} column {})", p.line, p.column + 1)
+                        })
                         .unwrap_or_else(|| format!(" (selector #{i})"));
-                    self.findings
-                        .push(diagnostic(format!("Invalid value: CEL compile error{at}: {e}")));
+                    self.findings.push(diagnostic(format!(
+                        "Invalid value: CEL compile error{at}: {e}"
+                    )));
                 }
                 Ok(compiled) => {
                     if let Err(e) = compiled.check_cost_budget(SELECTOR_MAX_COST) {
@@ -136,7 +148,10 @@ fn class_names(devices: &DeviceClaim) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (r, request) in devices.requests.iter().flatten().enumerate() {
         if let Some(exact) = &request.exactly {
-            out.push((format!("requests[{r}].exactly.deviceClassName"), exact.device_class_name.clone()));
+            out.push((
+                format!("requests[{r}].exactly.deviceClassName"),
+                exact.device_class_name.clone(),
+            ));
         }
         for (s, sub) in request.first_available.iter().flatten().enumerate() {
             out.push((
@@ -152,7 +167,12 @@ fn cross_object(cluster: &Cluster, findings: &mut Vec<Diagnostic>) {
     let classes: BTreeMap<&str, &Source> = cluster
         .device_classes
         .iter()
-        .map(|c| (c.object.metadata.name.as_deref().unwrap_or_default(), &c.source))
+        .map(|c| {
+            (
+                c.object.metadata.name.as_deref().unwrap_or_default(),
+                &c.source,
+            )
+        })
         .collect();
     let mut missing_class = |source: &Source, object: ObjectRef, field: String, class: &str| {
         if !class.is_empty() && !classes.contains_key(class) {
@@ -168,12 +188,21 @@ fn cross_object(cluster: &Cluster, findings: &mut Vec<Diagnostic>) {
     };
     for claim in &cluster.resource_claims {
         // Allocated claims no longer need their class.
-        let allocated = claim.object.status.as_ref().is_some_and(|s| s.allocation.is_some());
-        if let (Some(devices), false) = (claim.object.spec.as_ref().and_then(|s| s.devices.as_ref()), allocated) {
+        let allocated = claim
+            .object
+            .status
+            .as_ref()
+            .is_some_and(|s| s.allocation.is_some());
+        if let (Some(devices), false) = (
+            claim.object.spec.as_ref().and_then(|s| s.devices.as_ref()),
+            allocated,
+        ) {
             for (field, class) in class_names(devices) {
                 missing_class(
                     &claim.source,
-                    ObjectRef::of::<k8s_openapi::api::resource::v1::ResourceClaim>(&claim.object.metadata),
+                    ObjectRef::of::<k8s_openapi::api::resource::v1::ResourceClaim>(
+                        &claim.object.metadata,
+                    ),
                     format!("spec.devices.{field}"),
                     &class,
                 );
@@ -181,11 +210,19 @@ fn cross_object(cluster: &Cluster, findings: &mut Vec<Diagnostic>) {
         }
     }
     for template in &cluster.resource_claim_templates {
-        if let Some(devices) = template.object.spec.as_ref().and_then(|s| s.spec.as_ref()).and_then(|s| s.devices.as_ref()) {
+        if let Some(devices) = template
+            .object
+            .spec
+            .as_ref()
+            .and_then(|s| s.spec.as_ref())
+            .and_then(|s| s.devices.as_ref())
+        {
             for (field, class) in class_names(devices) {
                 missing_class(
                     &template.source,
-                    ObjectRef::of::<k8s_openapi::api::resource::v1::ResourceClaimTemplate>(&template.object.metadata),
+                    ObjectRef::of::<k8s_openapi::api::resource::v1::ResourceClaimTemplate>(
+                        &template.object.metadata,
+                    ),
                     format!("spec.spec.devices.{field}"),
                     &class,
                 );
@@ -199,9 +236,15 @@ fn cross_object(cluster: &Cluster, findings: &mut Vec<Diagnostic>) {
 /// Two classes with one `extendedResourceName`: the scheduler uses the newest (then the
 /// lexicographically smaller name) and ignores the others.
 fn duplicate_extended_resource_names(cluster: &Cluster, findings: &mut Vec<Diagnostic>) {
-    let mut by_name: BTreeMap<&str, Vec<&Located<k8s_openapi::api::resource::v1::DeviceClass>>> = BTreeMap::new();
+    let mut by_name: BTreeMap<&str, Vec<&Located<k8s_openapi::api::resource::v1::DeviceClass>>> =
+        BTreeMap::new();
     for class in &cluster.device_classes {
-        if let Some(name) = class.object.spec.as_ref().and_then(|s| s.extended_resource_name.as_deref()) {
+        if let Some(name) = class
+            .object
+            .spec
+            .as_ref()
+            .and_then(|s| s.extended_resource_name.as_deref())
+        {
             by_name.entry(name).or_default().push(class);
         }
     }
@@ -209,9 +252,7 @@ fn duplicate_extended_resource_names(cluster: &Cluster, findings: &mut Vec<Diagn
         if classes.len() < 2 {
             continue;
         }
-        let winner = dra_sim::extended_resource_winner(
-            classes.iter().map(|c| &c.object.metadata),
-        );
+        let winner = dra_sim::extended_resource_winner(classes.iter().map(|c| &c.object.metadata));
         let winner_name = winner.and_then(|m| m.name.as_deref()).unwrap_or_default();
         for class in &classes {
             let name = class.object.metadata.name.as_deref().unwrap_or_default();
@@ -233,15 +274,25 @@ fn duplicate_extended_resource_names(cluster: &Cluster, findings: &mut Vec<Diagn
 /// Pools whose newest generation has fewer slices than `resourceSliceCount` say: the scheduler
 /// does not allocate from them.
 fn incomplete_pools(cluster: &Cluster, findings: &mut Vec<Diagnostic>) {
-    let mut pools: BTreeMap<(&str, &str), Vec<&Located<k8s_openapi::api::resource::v1::ResourceSlice>>> = BTreeMap::new();
+    let mut pools: BTreeMap<
+        (&str, &str),
+        Vec<&Located<k8s_openapi::api::resource::v1::ResourceSlice>>,
+    > = BTreeMap::new();
     for slice in &cluster.resource_slices {
         pools
-            .entry((slice.object.spec.driver.as_str(), slice.object.spec.pool.name.as_str()))
+            .entry((
+                slice.object.spec.driver.as_str(),
+                slice.object.spec.pool.name.as_str(),
+            ))
             .or_default()
             .push(slice);
     }
     for ((driver, pool), slices) in pools {
-        let newest = slices.iter().map(|s| s.object.spec.pool.generation).max().unwrap_or_default();
+        let newest = slices
+            .iter()
+            .map(|s| s.object.spec.pool.generation)
+            .max()
+            .unwrap_or_default();
         let current: Vec<_> = slices
             .iter()
             .filter(|s| s.object.spec.pool.generation == newest)

@@ -7,8 +7,8 @@ use std::io::{self, IsTerminal, Write};
 
 use serde::Serialize;
 
-use crate::cli::{ColorChoice, OutputFormat};
 use crate::Failure;
+use crate::cli::{ColorChoice, OutputFormat};
 
 /// Where and how to print.
 #[derive(Debug, Clone, Copy)]

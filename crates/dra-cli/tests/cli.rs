@@ -20,10 +20,16 @@ fn text(bytes: &[u8]) -> String {
 fn version_and_help_succeed() {
     let out = dra(&["--version"]);
     assert_eq!(out.status.code(), Some(0));
-    assert!(text(&out.stdout).starts_with("dra "), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).starts_with("dra "),
+        "{}",
+        text(&out.stdout)
+    );
     let out = dra(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
-    for command in ["simulate", "explain", "allocate", "lint", "migrate", "audit", "status", "gen", "bench"] {
+    for command in [
+        "simulate", "explain", "allocate", "lint", "migrate", "audit", "status", "gen", "bench",
+    ] {
         assert!(text(&out.stdout).contains(command), "help lacks {command}");
     }
 }
@@ -31,13 +37,22 @@ fn version_and_help_succeed() {
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(dra(&["no-such-command"]).status.code(), Some(2));
-    assert_eq!(dra(&["simulate", "--node-pick", "random"]).status.code(), Some(2));
+    assert_eq!(
+        dra(&["simulate", "--node-pick", "random"]).status.code(),
+        Some(2)
+    );
 }
 
 #[test]
 fn lint_passes_on_the_example() {
     let out = dra(&["lint", "examples/gpu-migration/cluster.yaml"]);
-    assert_eq!(out.status.code(), Some(0), "{}{}", text(&out.stdout), text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        text(&out.stdout),
+        text(&out.stderr)
+    );
     assert!(text(&out.stdout).contains("0 error(s)"));
 }
 
@@ -49,18 +64,43 @@ fn lint_reports_each_problem_with_position_and_field() {
     let stdout = text(&out.stdout);
     let expected = [
         // A CEL syntax error in the class, with the selector index and column.
-        (format!("{file}:2: error: DeviceClass gpu.example.com: spec.selectors[1].cel.expression"), "CEL compile error (selector #1"),
+        (
+            format!(
+                "{file}:2: error: DeviceClass gpu.example.com: spec.selectors[1].cel.expression"
+            ),
+            "CEL compile error (selector #1",
+        ),
         // API validation.
-        (format!("{file}:10: error: ResourceClaim default/Bad_Name: metadata.name"), "Invalid value"),
-        (format!("{file}:10: error: ResourceClaim default/Bad_Name: spec.devices.requests[0].exactly.count"), "must be greater than zero"),
+        (
+            format!("{file}:10: error: ResourceClaim default/Bad_Name: metadata.name"),
+            "Invalid value",
+        ),
+        (
+            format!(
+                "{file}:10: error: ResourceClaim default/Bad_Name: spec.devices.requests[0].exactly.count"
+            ),
+            "must be greater than zero",
+        ),
         // An expression over the cost budget.
-        (format!("{file}:21: error: ResourceClaim default/expensive: spec.devices.requests[0].exactly.selectors[0].cel.expression"), "exceeds the budget"),
+        (
+            format!(
+                "{file}:21: error: ResourceClaim default/expensive: spec.devices.requests[0].exactly.selectors[0].cel.expression"
+            ),
+            "exceeds the budget",
+        ),
         // A class that does not exist.
-        (format!("{file}:21: warning: ResourceClaim default/expensive: spec.devices.requests[0].exactly.deviceClassName"), "missing.example.com"),
+        (
+            format!(
+                "{file}:21: warning: ResourceClaim default/expensive: spec.devices.requests[0].exactly.deviceClassName"
+            ),
+            "missing.example.com",
+        ),
     ];
     for (prefix, detail) in &expected {
         assert!(
-            stdout.lines().any(|l| l.starts_with(prefix.as_str()) && l.contains(detail)),
+            stdout
+                .lines()
+                .any(|l| l.starts_with(prefix.as_str()) && l.contains(detail)),
             "no finding `{prefix} ... {detail}` in:\n{stdout}"
         );
     }
@@ -71,7 +111,11 @@ fn unreadable_input_exits_2_with_file_and_line() {
     let dir = std::env::temp_dir().join(format!("dra-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let bad = dir.join("bad.yaml");
-    std::fs::write(&bad, "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\nkind: [unclosed\n").expect("write");
+    std::fs::write(
+        &bad,
+        "apiVersion: v1\nkind: Node\nmetadata: {name: a}\n---\nkind: [unclosed\n",
+    )
+    .expect("write");
     let out = dra(&["simulate", bad.to_str().expect("utf-8 path")]);
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
@@ -84,14 +128,22 @@ fn unreadable_input_exits_2_with_file_and_line() {
 fn color_follows_flag_and_no_color() {
     // `lint` without files prints a note about the built-in example on stderr.
     let always = dra(&["--color", "always", "lint"]);
-    assert!(text(&always.stderr).contains("\x1b["), "{}", text(&always.stderr));
+    assert!(
+        text(&always.stderr).contains("\x1b["),
+        "{}",
+        text(&always.stderr)
+    );
     let no_color = Command::new(env!("CARGO_BIN_EXE_dra"))
         .args(["--color", "auto", "lint"])
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
         .env("NO_COLOR", "1")
         .output()
         .expect("run dra");
-    assert!(!text(&no_color.stderr).contains('\x1b'), "{}", text(&no_color.stderr));
+    assert!(
+        !text(&no_color.stderr).contains('\x1b'),
+        "{}",
+        text(&no_color.stderr)
+    );
     let never = dra(&["--color", "never", "lint"]);
     assert!(!text(&never.stderr).contains('\x1b'));
 }
@@ -132,7 +184,11 @@ fn allocate_prints_claims_with_their_allocation() {
     assert_eq!(doc["kind"], "List");
     let claim = &doc["items"][0];
     assert_eq!(claim["kind"], "ResourceClaim");
-    assert!(claim["status"]["allocation"]["devices"]["results"].as_array().is_some_and(|r| !r.is_empty()));
+    assert!(
+        claim["status"]["allocation"]["devices"]["results"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty())
+    );
 }
 
 #[test]

@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim, ResourceClaimStatus, ResourceClaimTemplate};
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
+    ResourceClaimTemplate,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::SimInput;
@@ -26,14 +29,19 @@ pub struct ClaimStore {
 }
 
 fn namespace_of(meta: &ObjectMeta) -> String {
-    meta.namespace.clone().unwrap_or_else(|| "default".to_string())
+    meta.namespace
+        .clone()
+        .unwrap_or_else(|| "default".to_string())
 }
 
 impl ClaimStore {
     pub fn new(input: &SimInput<'_>) -> ClaimStore {
         let mut store = ClaimStore::default();
         for claim in &input.claims {
-            let key = (namespace_of(&claim.metadata), claim.metadata.name.clone().unwrap_or_default());
+            let key = (
+                namespace_of(&claim.metadata),
+                claim.metadata.name.clone().unwrap_or_default(),
+            );
             store.claims.entry(key).or_insert_with(|| (*claim).clone());
         }
         for template in &input.templates {
@@ -41,7 +49,10 @@ impl ClaimStore {
                 namespace_of(&template.metadata),
                 template.metadata.name.clone().unwrap_or_default(),
             );
-            store.templates.entry(key).or_insert_with(|| (*template).clone());
+            store
+                .templates
+                .entry(key)
+                .or_insert_with(|| (*template).clone());
         }
         store
     }
@@ -71,7 +82,10 @@ impl ClaimStore {
     }
 
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {
-        if let Some(claim) = self.claims.get_mut(&(namespace.to_string(), name.to_string())) {
+        if let Some(claim) = self
+            .claims
+            .get_mut(&(namespace.to_string(), name.to_string()))
+        {
             claim
                 .status
                 .get_or_insert_with(ResourceClaimStatus::default)
@@ -93,7 +107,10 @@ impl ClaimStore {
             .unwrap_or_default()
         {
             let name = if let Some(claim_name) = &entry.resource_claim_name {
-                if !self.claims.contains_key(&(namespace.clone(), claim_name.clone())) {
+                if !self
+                    .claims
+                    .contains_key(&(namespace.clone(), claim_name.clone()))
+                {
                     return Err(PodClaimError(format!(
                         "resourceclaim \"{claim_name}\" not found"
                     )));
@@ -103,7 +120,9 @@ impl ClaimStore {
                 let generated = format!("{pod_name}-{}", entry.name);
                 let key = (namespace.clone(), generated.clone());
                 if !self.claims.contains_key(&key) {
-                    let Some(template) = self.templates.get(&(namespace.clone(), template_name.clone()))
+                    let Some(template) = self
+                        .templates
+                        .get(&(namespace.clone(), template_name.clone()))
                     else {
                         return Err(PodClaimError(format!(
                             "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet: resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found"
@@ -128,6 +147,268 @@ impl ClaimStore {
     }
 }
 
+/// One entry of a pod's `spec.resourceClaims`, resolved to a claim of the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodClaim {
+    /// The entry's `name` (what containers reference).
+    pub pod_claim_name: String,
+    pub claim_name: String,
+    /// Created from a ResourceClaimTemplate (by the input's controller or by the simulation).
+    pub from_template: bool,
+}
+
+/// Whether resolving a pod's claims creates missing claims from templates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TemplateClaims {
+    Create,
+    ExistingOnly,
+}
+
+/// A deterministic UID for an object that has none (hand-written input): the scheduler and
+/// the eviction controller match pods by UID in `reservedFor`.
+pub fn stable_uid(kind: &str, namespace: &str, name: &str) -> String {
+    let text = format!("{kind}\0{namespace}\0{name}");
+    let fnv = |seed: u64| {
+        text.bytes().fold(seed, |hash, b| {
+            (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+    };
+    let hi = (fnv(0xcbf2_9ce4_8422_2325) & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
+    let lo = (fnv(0x8422_2325_cbf2_9ce4) & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
+    format!(
+        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+        hi >> 32,
+        (hi >> 16) & 0xffff,
+        hi & 0xffff,
+        lo >> 48,
+        lo & 0xffff_ffff_ffff
+    )
+}
+
+/// The pod's UID, or a [`stable_uid`] when the input has none.
+pub fn pod_uid(pod: &Pod) -> String {
+    match pod.metadata.uid.as_deref().filter(|u| !u.is_empty()) {
+        Some(uid) => uid.to_string(),
+        None => stable_uid(
+            "Pod",
+            &namespace_of(&pod.metadata),
+            pod.metadata.name.as_deref().unwrap_or_default(),
+        ),
+    }
+}
+
+/// `metav1.IsControlledBy(claim, pod)`, by UID (or by name when the input gives the pod no
+/// UID and the simulation derived one).
+fn controlled_by(claim: &ResourceClaim, pod: &Pod, uid: &str) -> bool {
+    claim.metadata.owner_references.iter().flatten().any(|o| {
+        o.controller == Some(true)
+            && o.kind == "Pod"
+            && (o.uid == uid
+                || (pod.metadata.uid.is_none() && Some(&o.name) == pod.metadata.name.as_ref()))
+    })
+}
+
+impl ClaimStore {
+    /// The claims of a pod as kube-scheduler's `foreachPodResourceClaim` finds them, with the
+    /// resourceclaim controller simulated: a template entry without a
+    /// `status.resourceClaimStatuses` entry gets its claim `<pod name>-<pod claim name>` (the
+    /// real controller appends a random suffix). Errors are upstream's reasons for the pod
+    /// being unschedulable. A claim named twice is returned once.
+    pub fn resolve_pod_claims(&mut self, pod: &Pod) -> Result<Vec<PodClaim>, PodClaimError> {
+        self.pod_claims(pod, TemplateClaims::Create)
+    }
+
+    /// The claims of a pod that exist already (a bound pod: the controller created its
+    /// template claims long ago). A template entry without a status entry uses the claim
+    /// `<pod name>-<pod claim name>` if the store has it and skips the entry otherwise.
+    pub fn existing_pod_claims(&mut self, pod: &Pod) -> Result<Vec<PodClaim>, PodClaimError> {
+        self.pod_claims(pod, TemplateClaims::ExistingOnly)
+    }
+
+    fn pod_claims(
+        &mut self,
+        pod: &Pod,
+        templates: TemplateClaims,
+    ) -> Result<Vec<PodClaim>, PodClaimError> {
+        let namespace = namespace_of(&pod.metadata);
+        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        let uid = pod_uid(pod);
+        let statuses = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.resource_claim_statuses.as_deref())
+            .unwrap_or_default();
+        let mut resolved: Vec<PodClaim> = Vec::new();
+        for entry in pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.resource_claims.as_deref())
+            .unwrap_or_default()
+        {
+            let (claim_name, from_template) = if let Some(name) = &entry.resource_claim_name {
+                (name.clone(), false)
+            } else if let Some(template_name) = &entry.resource_claim_template_name {
+                match statuses.iter().find(|s| s.name == entry.name) {
+                    // The controller decided that no claim is needed.
+                    Some(status) if status.resource_claim_name.is_none() => continue,
+                    Some(status) => (status.resource_claim_name.clone().unwrap_or_default(), true),
+                    None => {
+                        let generated = format!("{pod_name}-{}", entry.name);
+                        let key = (namespace.clone(), generated.clone());
+                        if !self.claims.contains_key(&key)
+                            && templates == TemplateClaims::ExistingOnly
+                        {
+                            continue;
+                        }
+                        if !self.claims.contains_key(&key) {
+                            let Some(template) = self
+                                .templates
+                                .get(&(namespace.clone(), template_name.clone()))
+                            else {
+                                return Err(PodClaimError(format!(
+                                    "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet (resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found)"
+                                )));
+                            };
+                            let mut claim =
+                                claim_from_template(template, pod, &generated, &entry.name);
+                            if let Some(owner) = claim
+                                .metadata
+                                .owner_references
+                                .as_mut()
+                                .and_then(|o| o.first_mut())
+                            {
+                                owner.uid = uid.clone();
+                            }
+                            self.claims.insert(key.clone(), claim);
+                            self.generated.push(key);
+                        }
+                        (generated, true)
+                    }
+                }
+            } else {
+                return Err(PodClaimError(format!(
+                    "pod \"{namespace}/{pod_name}\", spec.resourceClaims[{:?}]: none of the supported fields are set",
+                    entry.name
+                )));
+            };
+            let Some(claim) = self.claims.get(&(namespace.clone(), claim_name.clone())) else {
+                return Err(PodClaimError(format!(
+                    "resourceclaim.resource.k8s.io \"{claim_name}\" not found"
+                )));
+            };
+            if claim.metadata.deletion_timestamp.is_some() {
+                return Err(PodClaimError(format!(
+                    "resourceclaim \"{claim_name}\" is being deleted"
+                )));
+            }
+            if from_template && !controlled_by(claim, pod, &uid) {
+                return Err(PodClaimError(format!(
+                    "ResourceClaim {namespace}/{claim_name} was not created for Pod {namespace}/{pod_name} (Pod is not owner)"
+                )));
+            }
+            if !resolved.iter().any(|r| r.claim_name == claim_name) {
+                resolved.push(PodClaim {
+                    pod_claim_name: entry.name.clone(),
+                    claim_name,
+                    from_template,
+                });
+            }
+        }
+        Ok(resolved)
+    }
+
+    /// Adds a claim (the special extended-resource claim); replaces one of the same name.
+    pub fn insert_generated(&mut self, claim: ResourceClaim) {
+        let key = (
+            namespace_of(&claim.metadata),
+            claim.metadata.name.clone().unwrap_or_default(),
+        );
+        if self.claims.insert(key.clone(), claim).is_none() {
+            self.generated.push(key);
+        }
+    }
+
+    /// Removes a claim (deleted with its pod); returns it.
+    pub fn remove(&mut self, namespace: &str, name: &str) -> Option<ResourceClaim> {
+        let key = (namespace.to_string(), name.to_string());
+        self.generated.retain(|k| *k != key);
+        self.claims.remove(&key)
+    }
+
+    /// Clears a claim's allocation (the resourceclaim controller deallocates a claim nobody
+    /// reserves any more); returns the old allocation.
+    pub fn clear_allocation(&mut self, namespace: &str, name: &str) -> Option<AllocationResult> {
+        let claim = self
+            .claims
+            .get_mut(&(namespace.to_string(), name.to_string()))?;
+        let status = claim.status.as_mut()?;
+        status.devices = None;
+        status.allocation.take()
+    }
+
+    /// `status.reservedFor` of a claim.
+    pub fn reserved_for(&self, namespace: &str, name: &str) -> &[ResourceClaimConsumerReference] {
+        self.get(namespace, name)
+            .and_then(|c| c.status.as_ref())
+            .and_then(|s| s.reserved_for.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// Adds a pod to `status.reservedFor` unless it is there already.
+    pub fn reserve(&mut self, namespace: &str, name: &str, pod_name: &str, pod_uid: &str) {
+        let Some(claim) = self
+            .claims
+            .get_mut(&(namespace.to_string(), name.to_string()))
+        else {
+            return;
+        };
+        let list = claim
+            .status
+            .get_or_insert_with(ResourceClaimStatus::default)
+            .reserved_for
+            .get_or_insert_with(Vec::new);
+        if !list.iter().any(|r| r.uid == pod_uid) {
+            list.push(ResourceClaimConsumerReference {
+                api_group: None,
+                name: pod_name.to_string(),
+                resource: "pods".to_string(),
+                uid: pod_uid.to_string(),
+            });
+        }
+    }
+
+    /// Removes a pod from `status.reservedFor` (by UID, or by name for entries without one);
+    /// returns how many consumers remain.
+    pub fn unreserve(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        pod_name: &str,
+        pod_uid: &str,
+    ) -> usize {
+        let Some(claim) = self
+            .claims
+            .get_mut(&(namespace.to_string(), name.to_string()))
+        else {
+            return 0;
+        };
+        let Some(list) = claim.status.as_mut().and_then(|s| s.reserved_for.as_mut()) else {
+            return 0;
+        };
+        list.retain(|r| {
+            let is_pod = r.resource == "pods" && r.api_group.as_deref().unwrap_or("").is_empty();
+            !(is_pod && (r.uid == pod_uid || (r.uid.is_empty() && r.name == pod_name)))
+        });
+        let remaining = list.len();
+        if remaining == 0
+            && let Some(status) = claim.status.as_mut()
+        {
+            status.reserved_for = None;
+        }
+        remaining
+    }
+}
+
 fn claim_from_template(
     template: &ResourceClaimTemplate,
     pod: &Pod,
@@ -139,7 +420,10 @@ fn claim_from_template(
     let mut annotations = template_meta
         .and_then(|m| m.annotations.clone())
         .unwrap_or_default();
-    annotations.insert(POD_CLAIM_NAME_ANNOTATION.to_string(), pod_claim_name.to_string());
+    annotations.insert(
+        POD_CLAIM_NAME_ANNOTATION.to_string(),
+        pod_claim_name.to_string(),
+    );
     ResourceClaim {
         metadata: ObjectMeta {
             name: Some(name.to_string()),

@@ -1,26 +1,99 @@
 //! `dra-sim`: a simulation of kube-scheduler's handling of Dynamic Resource Allocation.
 //!
-//! [`run_first_fit`] is the conformance reference loop; the full scheduler model (queue,
-//! priorities without DRA preemption, extended resources, taints, explanations) builds on the
-//! same pieces: [`ClaimStore`] for claims and templates, `dra-alloc` for allocation.
+//! Two entry points share the same pieces ([`ClaimStore`] for claims and templates, `dra-alloc`
+//! for allocation):
+//!
+//! * [`run_first_fit`] is the conformance reference loop (`conformance/README.md`): pods in
+//!   input order, the first node by name where the claims fit. It stays exactly as specified
+//!   because the upstream allocator's expected results were produced with it.
+//! * [`simulate`] is the scheduler model ([`scheduler`]): running pods and their devices, the
+//!   device taint eviction controller ([`taints`]), the queue by priority without preemption for
+//!   DRA devices, node fit besides DRA ([`fit`]), extended resources served by DRA or by the
+//!   device plugin ([`extended`]), the default profile's scores ([`score`]), and for every
+//!   pending pod a [`Diagnosis`] per node, claim and request ([`explain`]).
+//!
+//! Key decision: the model is exact where kube-scheduler is deterministic and documents where it
+//! is not (ties between equally scored nodes, which nodes a parallel filter finds first, the
+//! order of informer events); speed comes from proving nodes infeasible cheaply
+//! ([`devices`]), never from guessing.
+//!
+//! # Not modelled
+//! * Preemption. kube-scheduler never preempts pods to free DRA devices, and the simulation
+//!   never preempts at all: a pod that kube-scheduler could place by preempting lower-priority
+//!   pods for cpu, memory or the pod count stays pending, and its reason says so.
+//! * Filters and scores outside DRA and node fit: `NodePorts`, the volume plugins,
+//!   `PodTopologySpread`, `InterPodAffinity`, `ImageLocality`; node conditions (only
+//!   `spec.taints` and `spec.unschedulable`).
+//! * Time: evictions that wait for `tolerationSeconds` are applied before the queue runs (the
+//!   report says when they happen); binding conditions are allocated but not waited for; the
+//!   DRA filter timeout does not apply. Controllers do not replace evicted pods.
+//! * Requeueing: each pod is tried once, in queue order. During the run devices and node
+//!   resources only get used, never freed, so a pod that did not fit would not fit later;
+//!   after a PostFilter deallocation the pod is retried at once.
+//! * Workload claims (`spec.schedulingGroup`, PodGroups), `nominatedNodeName`, ResourceQuota.
+//! * A node without `status.allocatable` (hand-written input) does not limit cpu, memory or
+//!   pods, and the report notes it.
+//! * When a pod has claims of its own and the chosen node serves all its extended resources
+//!   through the device plugin, no extended-resource claim is created (the upstream code of
+//!   mid-2026 passes an empty one to the allocator).
+//!
+//! Names the simulation invents where the API server or a controller would add a random
+//! suffix: claims from templates are `<pod>-<pod claim name>`, the extended-resource claim is
+//! `<pod>-extended-resources`, a pod without a UID gets one derived from its name
+//! ([`stable_uid`]).
+//!
+//! ```
+//! let loaded = dra_api::load_str("c.yaml", "
+//! apiVersion: v1
+//! kind: Node
+//! metadata: {name: n1}
+//! status: {allocatable: {cpu: '4', memory: 8Gi, pods: '10'}}
+//! ---
+//! apiVersion: v1
+//! kind: Pod
+//! metadata: {name: p}
+//! spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}
+//! ");
+//! let input = dra_sim::SimInput::from_cluster(&loaded.cluster);
+//! let sim = dra_sim::simulate(&input, &dra_sim::SimOptions::default()).unwrap();
+//! assert_eq!(sim.results[0].node.as_deref(), Some("n1"));
+//! ```
 
 mod claims;
+pub mod devices;
+pub mod explain;
 mod extended;
-mod fit;
+pub mod fit;
+mod priority;
 mod reference;
 mod report;
+pub mod resources;
+pub mod scheduler;
+pub mod score;
+pub mod taints;
 
 use dra_alloc::{Index, IndexError, IndexInput, IndexOptions};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 
-pub use extended::extended_resource_winner;
-pub use claims::{ClaimStore, POD_CLAIM_NAME_ANNOTATION, PodClaimError};
+pub use claims::{
+    ClaimStore, POD_CLAIM_NAME_ANNOTATION, PodClaim, PodClaimError, pod_uid, stable_uid,
+};
+pub use explain::Diagnosis;
+pub use extended::{
+    DEVICE_CLASS_PREFIX, DuplicateExtendedResourceName, EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    EXTENDED_RESOURCE_CLAIM_SUFFIX, ExtendedResourceMapping, SpecialClaimPlan,
+    extended_resource_winner, is_dra_extended_resource_name, is_extended_resource_name,
+    special_claim_plan,
+};
 pub use fit::pod_node_name_and_selector_fit;
+pub use priority::pod_priority;
 pub use reference::run_first_fit;
-pub use report::{PodOutcome, PodStatus, Report};
+pub use report::{PodOutcome, PodResult, PodState, PodStatus, Report};
+pub use scheduler::{ExplainOptions, NodePick, NodeSampling, SimOptions, Simulation, simulate};
 
 /// The objects a simulation reads, borrowed from the loader's cluster.
 #[derive(Debug, Default, Clone)]
@@ -33,6 +106,7 @@ pub struct SimInput<'a> {
     pub slices: Vec<&'a ResourceSlice>,
     pub classes: Vec<&'a DeviceClass>,
     pub taint_rules: Vec<&'a DeviceTaintRule>,
+    pub priority_classes: Vec<&'a PriorityClass>,
 }
 
 impl<'a> SimInput<'a> {
@@ -42,10 +116,19 @@ impl<'a> SimInput<'a> {
             nodes: cluster.nodes.iter().map(|o| &o.object).collect(),
             pods: cluster.pods.iter().map(|o| &o.object).collect(),
             claims: cluster.resource_claims.iter().map(|o| &o.object).collect(),
-            templates: cluster.resource_claim_templates.iter().map(|o| &o.object).collect(),
+            templates: cluster
+                .resource_claim_templates
+                .iter()
+                .map(|o| &o.object)
+                .collect(),
             slices: cluster.resource_slices.iter().map(|o| &o.object).collect(),
             classes: cluster.device_classes.iter().map(|o| &o.object).collect(),
-            taint_rules: cluster.device_taint_rules.iter().map(|o| &o.object).collect(),
+            taint_rules: cluster
+                .device_taint_rules
+                .iter()
+                .map(|o| &o.object)
+                .collect(),
+            priority_classes: cluster.priority_classes.iter().map(|o| &o.object).collect(),
         }
     }
 

@@ -9,7 +9,6 @@ use dra_alloc::{AllocatedState, Index, NodeId, Outcome, PreparedClaim, allocate}
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
-
 use crate::claims::{ClaimStore, PodClaimError};
 use crate::report::{PodOutcome, PodStatus, Report};
 use crate::{SimError, SimInput};
@@ -97,7 +96,9 @@ fn schedule_pod(
         let pinned_ok = pinned.iter().all(|selector| match selector {
             None => true,
             // An unparsable node selector on an allocation makes the node unusable.
-            Some(selector) => dra_alloc::node_selector::node_selector_matches(selector, facts).unwrap_or(false),
+            Some(selector) => {
+                dra_alloc::node_selector::node_selector_matches(selector, facts).unwrap_or(false)
+            }
         });
         if !pinned_ok {
             continue;

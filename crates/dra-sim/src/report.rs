@@ -1,8 +1,10 @@
-//! The result document of a simulation (`dra simulate -o json`), a superset of the
-//! conformance shape in `conformance/README.md`.
+//! The result documents of a simulation (`dra simulate -o json`), supersets of the
+//! conformance shape in `conformance/README.md`: [`Report`] for the reference loop,
+//! [`PodResult`] for each pod of the full model.
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus;
 use k8s_openapi::api::resource::v1::AllocationResult;
 use serde::Serialize;
 
@@ -52,5 +54,69 @@ impl PodOutcome {
 pub struct Report {
     pub results: Vec<PodOutcome>,
     /// Allocator search steps in total.
+    pub steps: u64,
+}
+
+/// What happened to a pod in the full scheduler model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PodState {
+    /// Placed by the simulated scheduler.
+    Scheduled,
+    /// Stays pending: no node fits.
+    Unschedulable,
+    /// The scheduling attempt failed with an error (kube-scheduler retries it with backoff).
+    Error,
+    /// Already bound in the input (`spec.nodeName`); not scheduled again.
+    Running,
+    /// Running in the input and evicted by the device taint eviction controller.
+    Evicted,
+    /// Not handed to the scheduler: scheduling gates, another scheduler, finished.
+    Skipped,
+}
+
+/// One pod of the full simulation (`dra simulate -o json`): the conformance fields (`pod`,
+/// `node`, `status`, `allocations`, `error`) plus the model's own.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodResult {
+    /// `namespace/name`.
+    pub pod: String,
+    pub node: Option<String>,
+    pub status: PodState,
+    /// Claims allocated for this pod by the simulation, including the extended-resource
+    /// claim `<pod>-extended-resources`; claims allocated earlier are not repeated.
+    pub allocations: BTreeMap<String, AllocationResult>,
+    /// The error text when `status` is `error`.
+    pub error: Option<String>,
+    pub priority: i32,
+    /// Position in the scheduling queue (priority, then input order); absent for pods that
+    /// were not queued.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_position: Option<usize>,
+    /// Pod claim name -> ResourceClaim name.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub claims: BTreeMap<String, String>,
+    /// Extended resources the pod requests that a DeviceClass maps, and what serves them on
+    /// the pod's node: `DRA` or `device plugin`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extended_resources: BTreeMap<String, String>,
+    /// As the scheduler writes it into the pod's status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extended_resource_claim_status: Option<PodExtendedResourceClaimStatus>,
+    /// One line: why the pod is pending or failed, or why it was skipped or evicted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The winner's score and how many nodes were feasible / evaluated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub placement: Option<crate::scheduler::Placement>,
+    /// Per node, claim and request: why the pod does not fit, and what would change it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<crate::explain::Diagnosis>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<crate::scheduler::Eviction>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// Allocator search steps spent on this pod.
     pub steps: u64,
 }

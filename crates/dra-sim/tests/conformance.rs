@@ -1,5 +1,6 @@
 //! The conformance corpus (`conformance/cases`, expected results from the upstream 1.37
-//! allocator) through the reference loop: one runner for every case.
+//! allocator) and our own cases (`conformance/own`, expected results derived by hand from
+//! upstream's algorithm) through the reference loop: one runner for every case.
 //!
 //! Each case's output is normalised like `conformance/normalize.py` does and compared with
 //! `expected.json`. All failures are listed before the test fails. `DRA_CASE=<substring>`
@@ -9,8 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/cases")
+/// The case directories: the reference corpus and our own hand-derived cases.
+fn case_roots() -> [PathBuf; 2] {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance");
+    [root.join("cases"), root.join("own")]
 }
 
 fn milli(value: &Value) -> Value {
@@ -76,7 +79,12 @@ fn device_result(r: &Value) -> Value {
         .and_then(Value::as_array)
         .map(|t| {
             t.iter()
-                .map(|t| pick(t, &["key", "operator", "value", "effect", "tolerationSeconds"]))
+                .map(|t| {
+                    pick(
+                        t,
+                        &["key", "operator", "value", "effect", "tolerationSeconds"],
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -84,17 +92,25 @@ fn device_result(r: &Value) -> Value {
         out.insert("tolerations".into(), Value::Array(tolerations));
     }
     for key in ["bindingConditions", "bindingFailureConditions"] {
-        if let Some(v) = r.get(key).filter(|v| v.as_array().is_some_and(|a| !a.is_empty())) {
+        if let Some(v) = r
+            .get(key)
+            .filter(|v| v.as_array().is_some_and(|a| !a.is_empty()))
+        {
             out.insert(key.to_string(), v.clone());
         }
     }
     if let Some(consumed) = r.get("consumedCapacity").and_then(Value::as_object)
         && !consumed.is_empty()
     {
-        let map = consumed.iter().map(|(k, v)| (k.clone(), milli(v))).collect();
+        let map = consumed
+            .iter()
+            .map(|(k, v)| (k.clone(), milli(v)))
+            .collect();
         out.insert("consumedCapacity".into(), Value::Object(map));
     }
-    if r.get("shareID").is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
+    if r.get("shareID")
+        .is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+    {
         out.insert("shareID".into(), Value::String("<share>".into()));
     }
     Value::Object(out)
@@ -112,7 +128,11 @@ fn allocation(a: &Value) -> Value {
     let config: Vec<Value> = devices
         .get("config")
         .and_then(Value::as_array)
-        .map(|c| c.iter().map(|c| pick(c, &["source", "requests", "opaque"])).collect())
+        .map(|c| {
+            c.iter()
+                .map(|c| pick(c, &["source", "requests", "opaque"]))
+                .collect()
+        })
         .unwrap_or_default();
     if !config.is_empty() {
         devices_out.insert("config".into(), Value::Array(config));
@@ -188,8 +208,11 @@ fn first_difference(expected: &Value, actual: &Value, path: &str) -> Option<Stri
 }
 
 fn run_case(dir: &Path) -> Result<(), String> {
-    let loaded = dra_api::load_paths(&[dir.join("cluster.yaml")], &dra_api::LoadOptions::default())
-        .map_err(|e| e.to_string())?;
+    let loaded = dra_api::load_paths(
+        &[dir.join("cluster.yaml")],
+        &dra_api::LoadOptions::default(),
+    )
+    .map_err(|e| e.to_string())?;
     if loaded.has_errors() {
         return Err(format!("load: {:?}", loaded.diagnostics));
     }
@@ -219,19 +242,32 @@ fn run_case(dir: &Path) -> Result<(), String> {
 #[test]
 fn conformance_corpus() {
     let filter = std::env::var("DRA_CASE").unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir())
-        .expect("conformance/cases exists")
-        .map(|e| e.expect("readable").path())
-        .filter(|p| p.join("cluster.yaml").exists())
-        .filter(|p| p.file_name().is_some_and(|n| n.to_string_lossy().contains(&filter)))
-        .collect();
-    dirs.sort();
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for root in case_roots() {
+        let mut found: Vec<PathBuf> = std::fs::read_dir(&root)
+            .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+            .map(|e| e.expect("readable").path())
+            .filter(|p| p.join("cluster.yaml").exists())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().contains(&filter))
+            })
+            .collect();
+        found.sort();
+        dirs.extend(found);
+    }
     assert!(!dirs.is_empty(), "no conformance cases found");
     let failures: Vec<String> = dirs
         .iter()
         .filter_map(|dir| {
             run_case(dir).err().map(|e| {
-                format!("FAIL {}: {e}", dir.file_name().unwrap_or_default().to_string_lossy())
+                let root = dir.parent().and_then(Path::file_name).unwrap_or_default();
+                let name = dir.file_name().unwrap_or_default();
+                format!(
+                    "FAIL {}/{}: {e}",
+                    root.to_string_lossy(),
+                    name.to_string_lossy()
+                )
             })
         })
         .collect();

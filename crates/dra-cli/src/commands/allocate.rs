@@ -38,19 +38,34 @@ pub fn run(out: &Out, args: &AllocateArgs) -> Result<(), Failure> {
             nodes: cluster.nodes.iter().map(|o| &o.object).collect(),
             slices: cluster.resource_slices.iter().map(|o| &o.object).collect(),
             classes: cluster.device_classes.iter().map(|o| &o.object).collect(),
-            taint_rules: cluster.device_taint_rules.iter().map(|o| &o.object).collect(),
+            taint_rules: cluster
+                .device_taint_rules
+                .iter()
+                .map(|o| &o.object)
+                .collect(),
         },
         &IndexOptions::default(),
     )
     .map_err(|e| Failure::Input(e.to_string()))?;
     let Some(node) = index.node(&args.node) else {
-        return Err(Failure::Input(format!("node {:?} not found in the input", args.node)));
+        return Err(Failure::Input(format!(
+            "node {:?} not found in the input",
+            args.node
+        )));
     };
     let mut state = AllocatedState::new(&index);
     for claim in &cluster.resource_claims {
-        if let Some(allocation) = claim.object.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+        if let Some(allocation) = claim
+            .object
+            .status
+            .as_ref()
+            .and_then(|s| s.allocation.as_ref())
+        {
             state.add(&index, allocation).map_err(|e| {
-                Failure::Input(format!("{}: ResourceClaim: status.allocation: {e}", claim.source))
+                Failure::Input(format!(
+                    "{}: ResourceClaim: status.allocation: {e}",
+                    claim.source
+                ))
             })?;
         }
     }
@@ -65,7 +80,12 @@ pub fn run(out: &Out, args: &AllocateArgs) -> Result<(), Failure> {
                 "ResourceClaim {namespace}/{name} not found in the input (nor is a file of that name)"
             )));
         };
-        if found.object.status.as_ref().is_some_and(|s| s.allocation.is_some()) {
+        if found
+            .object
+            .status
+            .as_ref()
+            .is_some_and(|s| s.allocation.is_some())
+        {
             return Err(Failure::Input(format!(
                 "ResourceClaim {namespace}/{name} ({}) is already allocated",
                 found.source
@@ -73,7 +93,10 @@ pub fn run(out: &Out, args: &AllocateArgs) -> Result<(), Failure> {
         }
         selected.push(&found.object);
     }
-    let prepared: Vec<PreparedClaim> = selected.iter().map(|c| PreparedClaim::new(&index, c)).collect();
+    let prepared: Vec<PreparedClaim> = selected
+        .iter()
+        .map(|c| PreparedClaim::new(&index, c))
+        .collect();
     let refs: Vec<&PreparedClaim> = prepared.iter().collect();
     let (outcome, stats) = dra_alloc::allocate(&index, &state, node, &refs);
     match outcome {
@@ -83,8 +106,10 @@ pub fn run(out: &Out, args: &AllocateArgs) -> Result<(), Failure> {
                 .zip(results)
                 .map(|(claim, allocation)| {
                     let mut claim = (*claim).clone();
-                    claim.status.get_or_insert_with(ResourceClaimStatus::default).allocation =
-                        Some(allocation);
+                    claim
+                        .status
+                        .get_or_insert_with(ResourceClaimStatus::default)
+                        .allocation = Some(allocation);
                     claim
                 })
                 .collect();
@@ -114,7 +139,11 @@ pub fn run(out: &Out, args: &AllocateArgs) -> Result<(), Failure> {
         Outcome::Unsatisfiable(why) => {
             out.diagnostic(
                 "error",
-                &format!("node {}: {} (UnschedulableAndUnresolvable)", args.node, why.message()),
+                &format!(
+                    "node {}: {} (UnschedulableAndUnresolvable)",
+                    args.node,
+                    why.message()
+                ),
             );
             Err(Failure::Findings)
         }
@@ -148,6 +177,9 @@ fn render(claims: &[ResourceClaim], steps: u64) -> String {
         }
     }
     let mut text = table(&["CLAIM", "REQUEST", "DEVICE", "SHARE"], &rows);
-    text.push_str(&format!("\n{} device(s), {steps} search steps\n", rows.len()));
+    text.push_str(&format!(
+        "\n{} device(s), {steps} search steps\n",
+        rows.len()
+    ));
     text
 }

@@ -29,12 +29,17 @@ pub fn run(out: &Out, args: &ExplainArgs) -> Result<(), Failure> {
         },
         ..SimOptions::default()
     };
-    let simulation = dra_sim::simulate(&sim_input, &options).map_err(|e| Failure::Input(e.to_string()))?;
+    let simulation =
+        dra_sim::simulate(&sim_input, &options).map_err(|e| Failure::Input(e.to_string()))?;
     let Some(result) = simulation.result(&wanted) else {
         let known: Vec<&str> = simulation.results.iter().map(|r| r.pod.as_str()).collect();
         return Err(Failure::Input(format!(
             "pod {wanted} is not in the input (pods: {})",
-            if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
         )));
     };
     match out.format {
@@ -57,9 +62,15 @@ fn render(result: &PodResult) -> String {
                 text.push_str(&format!("  {resource}: served by {served}\n"));
             }
             if let Some(status) = &result.extended_resource_claim_status {
-                text.push_str(&format!("  extendedResourceClaimStatus: claim {}", status.resource_claim_name));
+                text.push_str(&format!(
+                    "  extendedResourceClaimStatus: claim {}",
+                    status.resource_claim_name
+                ));
                 for m in &status.request_mappings {
-                    text.push_str(&format!("; {}/{} -> {}", m.container_name, m.resource_name, m.request_name));
+                    text.push_str(&format!(
+                        "; {}/{} -> {}",
+                        m.container_name, m.resource_name, m.request_name
+                    ));
                 }
                 text.push('\n');
             }
@@ -76,7 +87,21 @@ fn render(result: &PodResult) -> String {
                     ));
                 }
                 if let Some(runner) = &placement.runner_up {
-                    text.push_str(&format!("  next best: {} with score {}\n", runner.node, runner.total));
+                    text.push_str(&format!(
+                        "  next best: {} with score {}\n",
+                        runner.node, runner.total
+                    ));
+                }
+                for node in &placement.passed_over {
+                    text.push_str(&format!(
+                        "  {} ranked higher, but the claims do not fit there:\n",
+                        node.node
+                    ));
+                    let mut nested = String::new();
+                    render_node(&mut nested, node);
+                    for line in nested.lines().skip(2) {
+                        text.push_str(&format!("  {line}\n"));
+                    }
                 }
                 match placement.feasible_nodes {
                     Some(n) => text.push_str(&format!("  {n} feasible node(s); the allocator ran on {}\n", placement.allocator_calls)),
@@ -94,7 +119,10 @@ fn render(result: &PodResult) -> String {
             ));
         }
         PodState::Evicted | PodState::Skipped => {
-            text.push_str(&format!(" is not scheduled: {}\n", result.reason.as_deref().unwrap_or_default()));
+            text.push_str(&format!(
+                " is not scheduled: {}\n",
+                result.reason.as_deref().unwrap_or_default()
+            ));
         }
         PodState::Error => {
             text.push_str(&format!(
@@ -106,7 +134,10 @@ fn render(result: &PodResult) -> String {
             text.push_str(" is pending.\n");
             match &result.diagnosis {
                 Some(diagnosis) => render_diagnosis(&mut text, diagnosis),
-                None => text.push_str(&format!("  {}\n", result.reason.as_deref().unwrap_or_default())),
+                None => text.push_str(&format!(
+                    "  {}\n",
+                    result.reason.as_deref().unwrap_or_default()
+                )),
             }
         }
     }
@@ -122,7 +153,10 @@ fn render_diagnosis(text: &mut String, diagnosis: &Diagnosis) {
         render_node(text, node);
     }
     if diagnosis.nodes_not_shown > 0 {
-        text.push_str(&format!("\n({} more nodes not shown)\n", diagnosis.nodes_not_shown));
+        text.push_str(&format!(
+            "\n({} more nodes not shown)\n",
+            diagnosis.nodes_not_shown
+        ));
     }
     if !diagnosis.hints.is_empty() {
         text.push_str("\nWhat would change it:\n");
@@ -155,13 +189,21 @@ fn render_claim(text: &mut String, claim: &ClaimDiagnosis) {
         render_request(text, request);
     }
     for constraint in &claim.constraints {
-        let values: Vec<String> = constraint.values.iter().map(|(v, n)| format!("{v}: {n}")).collect();
+        let values: Vec<String> = constraint
+            .values
+            .iter()
+            .map(|(v, n)| format!("{v}: {n}"))
+            .collect();
         text.push_str(&format!(
             "    constraint {} {}: free devices per value {{{}}}{}\n",
             constraint.kind,
             constraint.attribute,
             values.join(", "),
-            if constraint.satisfiable { "" } else { " - cannot be satisfied" }
+            if constraint.satisfiable {
+                ""
+            } else {
+                " - cannot be satisfied"
+            }
         ));
     }
 }
@@ -179,7 +221,11 @@ fn render_request(text: &mut String, r: &RequestDiagnosis) {
         r.request, r.wants, r.device_class, r.devices, r.class_matched, r.request_matched, r.available
     ));
     for held in &r.in_use {
-        let pods: Vec<String> = held.pods.iter().map(|p| format!("{} (priority {})", p.pod, p.priority)).collect();
+        let pods: Vec<String> = held
+            .pods
+            .iter()
+            .map(|p| format!("{} (priority {})", p.pod, p.priority))
+            .collect();
         text.push_str(&format!(
             "      in use: {} by claim {}{}\n",
             held.device,
@@ -192,10 +238,16 @@ fn render_request(text: &mut String, r: &RequestDiagnosis) {
         ));
     }
     for tainted in &r.tainted {
-        text.push_str(&format!("      tainted: {} has {}\n", tainted.device, tainted.taint));
+        text.push_str(&format!(
+            "      tainted: {} has {}\n",
+            tainted.device, tainted.taint
+        ));
     }
     if r.not_on_this_node > 0 {
-        text.push_str(&format!("      {} devices are not available on this node\n", r.not_on_this_node));
+        text.push_str(&format!(
+            "      {} devices are not available on this node\n",
+            r.not_on_this_node
+        ));
     }
     for d in &r.capacity_used_up {
         text.push_str(&format!("      capacity used up: {d}\n"));
@@ -205,5 +257,66 @@ fn render_request(text: &mut String, r: &RequestDiagnosis) {
     }
     for e in &r.selector_errors {
         text.push_str(&format!("      selector error: {e}\n"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn explain(pod: &str) -> String {
+        let loaded = dra_api::load_str(crate::input::BUILTIN_NAME, crate::input::BUILTIN_EXAMPLE);
+        let simulation = dra_sim::simulate(
+            &SimInput::from_cluster(&loaded.cluster),
+            &SimOptions::default(),
+        )
+        .expect("simulates");
+        render(simulation.result(pod).expect("pod"))
+    }
+
+    #[test]
+    fn pending_pod_per_node_claim_and_request() {
+        let text = explain("research/train-llm");
+        for wanted in [
+            "is pending",
+            "0/3 nodes are available: 3 cannot allocate all claims.",
+            "node gpu-node-a:",
+            "request gpus wants 8 of class gpu.example.com",
+            "in use: gpu.example.com/gpu-node-a/gpu-0 by claim batch/batch-a-gpus of pod batch/batch-a (priority 100)",
+            "tainted: gpu.example.com/gpu-node-b/gpu-7 has example.com/unhealthy=ecc-errors:NoSchedule",
+            "would fit on gpu-node-a if claim batch/batch-a-gpus released 2 devices",
+            "does not preempt",
+        ] {
+            assert!(text.contains(wanted), "missing {wanted:?} in:\n{text}");
+        }
+    }
+
+    #[test]
+    fn scheduled_pod_shows_devices_and_score() {
+        let text = explain("legacy-apps/inference-0");
+        assert!(text.contains("is scheduled on gpu-node-b"), "{text}");
+        assert!(text.contains("example.com/gpu: served by DRA"), "{text}");
+        assert!(
+            text.contains("server/example.com/gpu -> container-0-request-1"),
+            "{text}"
+        );
+        let device_plugin = explain("legacy-apps/inference-1");
+        assert!(
+            device_plugin.contains("example.com/gpu: served by device plugin"),
+            "{device_plugin}"
+        );
+    }
+
+    #[test]
+    fn nodes_passed_over_say_why() {
+        let text = explain("research/finetune");
+        for wanted in [
+            "is scheduled on gpu-node-a",
+            "gpu-node-b ranked higher, but the claims do not fit there",
+            "tainted: gpu.example.com/gpu-node-b/gpu-7",
+            "constraint matchAttribute resource.kubernetes.io/numaNode: free devices per value {0: 3, 1: 3} - cannot be satisfied",
+        ] {
+            assert!(text.contains(wanted), "missing {wanted:?} in:\n{text}");
+        }
     }
 }

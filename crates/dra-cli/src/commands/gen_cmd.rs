@@ -30,9 +30,14 @@ pub fn run(out: &Out, args: &GenArgs) -> Result<(), Failure> {
             (spec, format!("spec {}", path.display()))
         }
         (None, Some(name)) => {
-            let info = dra_gen::presets().iter().find(|p| p.name == name).ok_or_else(|| {
-                Failure::Input(format!("unknown preset {name:?} (dra gen --list shows them)"))
-            })?;
+            let info = dra_gen::presets()
+                .iter()
+                .find(|p| p.name == name)
+                .ok_or_else(|| {
+                    Failure::Input(format!(
+                        "unknown preset {name:?} (dra gen --list shows them)"
+                    ))
+                })?;
             let size = args.size.unwrap_or(info.default_size);
             let spec = dra_gen::preset(name, size).map_err(|e| Failure::Input(e.to_string()))?;
             (spec, format!("preset {name}, size {size}"))
@@ -49,13 +54,12 @@ pub fn run(out: &Out, args: &GenArgs) -> Result<(), Failure> {
         // A stream of JSON objects, one per line: what `kubectl get -o json` items look like,
         // and much faster to read back than YAML.
         dra_gen::generate_each(&spec, |object| {
-            serde_json::to_writer(&mut writer, &object)
-                .map_err(|e| {
-                    dra_gen::GenError::Io(match e.io_error_kind() {
-                        Some(kind) => std::io::Error::from(kind),
-                        None => std::io::Error::other(e),
-                    })
-                })?;
+            serde_json::to_writer(&mut writer, &object).map_err(|e| {
+                dra_gen::GenError::Io(match e.io_error_kind() {
+                    Some(kind) => std::io::Error::from(kind),
+                    None => std::io::Error::other(e),
+                })
+            })?;
             writer.write_all(b"\n")?;
             Ok(())
         })
@@ -72,7 +76,9 @@ pub fn run(out: &Out, args: &GenArgs) -> Result<(), Failure> {
             .and_then(|()| dra_gen::generate_yaml(&spec, &mut writer))
     };
     result.map_err(|e| match e {
-        dra_gen::GenError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => Failure::BrokenPipe,
+        dra_gen::GenError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
+            Failure::BrokenPipe
+        }
         dra_gen::GenError::Io(io) => Failure::from_io(io),
         other => Failure::Input(other.to_string()),
     })

@@ -1,0 +1,377 @@
+//! The devices side of the simulation: the allocator's [`AllocatedState`], which claims hold
+//! which device (for explanations), and a cheap per-node pre-check that proves a node cannot
+//! satisfy a pod's claims without running the allocator.
+//!
+//! The pre-check keeps, per (selector set, tolerations) and node, the devices of the node's
+//! usable pools that match the selectors and are not tainted against the tolerations, and how
+//! many of them are free. A request for `n` devices cannot be satisfied on a node with fewer
+//! than `n` free candidates, so the allocator need not run there: it would return "cannot
+//! allocate all claims" after examining the same devices. The check never hides an allocator
+//! error: a node where a selector fails on some device, or whose pools cannot be gathered, is
+//! never pruned; shared (consumable-capacity) devices count as unlimited. Free counts are kept
+//! up to date as claims are allocated and released, so a check costs a few lookups.
+
+use std::collections::{BTreeMap, HashMap};
+
+use dra_alloc::{
+    AllocatedState, AllocationMode, DeviceKey, Index, Match, NodeId, PreparedClaim, RequestBody,
+    RequestSpec, SelSetId, StateError, tolerates_taint,
+};
+use k8s_openapi::api::resource::v1::{AllocationResult, DeviceTaint, DeviceToleration};
+
+/// `(namespace, name)` of a claim.
+pub type ClaimKey = (String, String);
+
+/// Whether a NoSchedule or NoExecute taint of the device is not tolerated (the allocator's
+/// `taintPreventsAllocation`).
+pub fn untolerated_taint<'t>(
+    taints: &'t [DeviceTaint],
+    tolerations: &[DeviceToleration],
+) -> Option<&'t DeviceTaint> {
+    taints.iter().find(|taint| {
+        matches!(taint.effect.as_str(), "NoSchedule" | "NoExecute")
+            && !tolerations.iter().any(|t| tolerates_taint(t, taint))
+    })
+}
+
+/// The free candidates of one (selector set, tolerations) on one node.
+#[derive(Debug, Clone)]
+struct Table {
+    keys: Vec<DeviceKey>,
+    free: u32,
+    /// A device may be shared (consumable capacity): the count is no bound.
+    shared: bool,
+    /// A selector fails on some device: the allocator may report that error here.
+    failing: bool,
+}
+
+/// Identity of a family of candidate tables: selector set id and the tolerations (serialised).
+type TableKey = (u32, String);
+
+/// Index of a registered table family.
+type FamilyId = usize;
+
+#[derive(Debug)]
+struct TableFamily {
+    set: SelSetId,
+    tolerations: Vec<DeviceToleration>,
+    /// Per node: `None` = not built yet, `Some(None)` = pools failed, `Some(Some(t))`.
+    per_node: Vec<Option<Option<u32>>>,
+}
+
+/// One request's need on the pre-check: any alternative suffices (several for
+/// `firstAvailable`).
+#[derive(Debug, Clone)]
+struct Need {
+    alternatives: Vec<(FamilyId, u32)>,
+}
+
+/// What the pre-check knows about a set of claims allocated together.
+#[derive(Debug, Clone, Default)]
+pub struct Requirement {
+    needs: Vec<Need>,
+    /// Every (selector set, tolerations) of every request and subrequest, including those the
+    /// counts cannot judge (admin access, All mode): a selector error on any of them forbids
+    /// skipping the node.
+    watched: Vec<FamilyId>,
+}
+
+/// Allocated devices, their holders and the pre-check tables.
+#[derive(Debug)]
+pub struct DeviceState {
+    pub state: AllocatedState,
+    holders: HashMap<DeviceKey, Vec<ClaimKey>>,
+    families: Vec<TableFamily>,
+    family_ids: HashMap<TableKey, FamilyId>,
+    tables: Vec<Table>,
+    tables_of_key: HashMap<DeviceKey, Vec<u32>>,
+    num_nodes: usize,
+}
+
+impl DeviceState {
+    pub fn new(index: &Index) -> DeviceState {
+        DeviceState {
+            state: AllocatedState::new(index),
+            holders: HashMap::new(),
+            families: Vec::new(),
+            family_ids: HashMap::new(),
+            tables: Vec::new(),
+            tables_of_key: HashMap::new(),
+            num_nodes: index.node_ids().count(),
+        }
+    }
+
+    fn exclusive_keys(index: &Index, allocation: &AllocationResult) -> Vec<DeviceKey> {
+        allocation
+            .devices
+            .iter()
+            .flat_map(|d| d.results.iter().flatten())
+            .filter(|r| r.admin_access != Some(true) && r.share_id.is_none())
+            .filter_map(|r| index.device_key(&r.driver, &r.pool, &r.device))
+            .collect()
+    }
+
+    fn all_keys(index: &Index, allocation: &AllocationResult) -> Vec<DeviceKey> {
+        allocation
+            .devices
+            .iter()
+            .flat_map(|d| d.results.iter().flatten())
+            .filter(|r| r.admin_access != Some(true))
+            .filter_map(|r| index.device_key(&r.driver, &r.pool, &r.device))
+            .collect()
+    }
+
+    fn apply(
+        &mut self,
+        index: &Index,
+        claim: &ClaimKey,
+        allocation: &AllocationResult,
+        add: bool,
+    ) -> Result<(), StateError> {
+        let keys = Self::exclusive_keys(index, allocation);
+        let before: Vec<bool> = keys
+            .iter()
+            .map(|k| self.state.is_exclusively_allocated(*k))
+            .collect();
+        if add {
+            self.state.add(index, allocation)?;
+        } else {
+            self.state.remove(index, allocation)?;
+        }
+        for (key, was) in keys.iter().zip(before) {
+            let now = self.state.is_exclusively_allocated(*key);
+            if was == now {
+                continue;
+            }
+            for &table in self
+                .tables_of_key
+                .get(key)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+            {
+                let t = &mut self.tables[table as usize];
+                if now {
+                    t.free = t.free.saturating_sub(1);
+                } else {
+                    t.free += 1;
+                }
+            }
+        }
+        for key in Self::all_keys(index, allocation) {
+            let list = self.holders.entry(key).or_default();
+            if add {
+                list.push(claim.clone());
+            } else if let Some(pos) = list.iter().position(|c| c == claim) {
+                list.remove(pos);
+            }
+        }
+        Ok(())
+    }
+
+    /// Records a claim's allocation.
+    pub fn add_claim(
+        &mut self,
+        index: &Index,
+        claim: &ClaimKey,
+        allocation: &AllocationResult,
+    ) -> Result<(), StateError> {
+        self.apply(index, claim, allocation, true)
+    }
+
+    /// Forgets a claim's allocation.
+    pub fn remove_claim(
+        &mut self,
+        index: &Index,
+        claim: &ClaimKey,
+        allocation: &AllocationResult,
+    ) -> Result<(), StateError> {
+        self.apply(index, claim, allocation, false)
+    }
+
+    /// The claims whose allocation names the device (admin-access results excluded).
+    pub fn holders(&self, key: DeviceKey) -> &[ClaimKey] {
+        self.holders
+            .get(&key)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+    }
+
+    /// Devices named by more than one exclusive allocation (conflicting claims in the input).
+    pub fn conflicts(&self, index: &Index) -> Vec<(String, Vec<ClaimKey>)> {
+        let mut out: Vec<(String, Vec<ClaimKey>)> = self
+            .holders
+            .iter()
+            .filter(|(_, claims)| claims.len() > 1)
+            .filter(|(key, _)| self.state.is_exclusively_allocated(**key))
+            .map(|(key, claims)| {
+                let (d, p, n) = index.key_names(*key);
+                let mut claims = claims.clone();
+                claims.sort();
+                (format!("{d}/{p}/{n}"), claims)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    /// The family of a request spec, registered on first use.
+    fn family(&mut self, spec: &RequestSpec) -> Option<FamilyId> {
+        let set = spec.selector_set.as_ref()?;
+        let key = (
+            set.id,
+            serde_json::to_string(&spec.tolerations).unwrap_or_default(),
+        );
+        if let Some(id) = self.family_ids.get(&key) {
+            return Some(*id);
+        }
+        let id = self.families.len();
+        self.families.push(TableFamily {
+            set: set.clone(),
+            tolerations: spec.tolerations.clone(),
+            per_node: vec![None; self.num_nodes],
+        });
+        self.family_ids.insert(key, id);
+        Some(id)
+    }
+
+    /// The pre-check requirements of a set of prepared claims (allocated together).
+    pub fn requirements(&mut self, claims: &[&PreparedClaim]) -> Requirement {
+        let mut exact: BTreeMap<FamilyId, u32> = BTreeMap::new();
+        let mut out = Requirement::default();
+        let judged = |spec: &RequestSpec| {
+            !spec.admin() && spec.mode == AllocationMode::ExactCount && spec.count > 0
+        };
+        let count = |spec: &RequestSpec| u32::try_from(spec.count).unwrap_or(u32::MAX);
+        for claim in claims {
+            for request in &claim.requests {
+                match &request.body {
+                    RequestBody::Exact(spec) => {
+                        let family = self.family(spec);
+                        out.watched.extend(family);
+                        if let Some(family) = family.filter(|_| judged(spec)) {
+                            let total = exact.entry(family).or_default();
+                            *total = total.saturating_add(count(spec));
+                        }
+                    }
+                    RequestBody::FirstAvailable(subs) => {
+                        let mut alternatives = Some(Vec::new());
+                        for sub in subs {
+                            let family = self.family(sub);
+                            out.watched.extend(family);
+                            match (family, alternatives.as_mut()) {
+                                (Some(family), Some(list)) if judged(sub) => {
+                                    list.push((family, count(sub)))
+                                }
+                                // A subrequest the check cannot judge makes the request pass.
+                                _ => alternatives = None,
+                            }
+                        }
+                        if let Some(alternatives) = alternatives.filter(|a| !a.is_empty()) {
+                            out.needs.push(Need { alternatives });
+                        }
+                    }
+                    RequestBody::Unknown => {}
+                }
+            }
+        }
+        out.needs
+            .extend(exact.into_iter().map(|(family, count)| Need {
+                alternatives: vec![(family, count)],
+            }));
+        out.watched.sort_unstable();
+        out.watched.dedup();
+        out
+    }
+
+    fn table(&mut self, index: &Index, family: FamilyId, node: NodeId) -> Option<&Table> {
+        let slot = *self.families.get(family)?.per_node.get(node.0 as usize)?;
+        let id = match slot {
+            Some(id) => id,
+            None => {
+                let f = &self.families[family];
+                let id =
+                    build_table(index, &f.set, &f.tolerations, node, &self.state).map(|table| {
+                        let id = self.tables.len() as u32;
+                        for key in &table.keys {
+                            self.tables_of_key.entry(*key).or_default().push(id);
+                        }
+                        self.tables.push(table);
+                        id
+                    });
+                self.families[family].per_node[node.0 as usize] = Some(id);
+                id
+            }
+        };
+        id.map(|id| &self.tables[id as usize])
+    }
+
+    /// `false` only when the node provably cannot satisfy the requirements and the allocator
+    /// could not meet an error there.
+    pub fn check(&mut self, index: &Index, requirement: &Requirement, node: NodeId) -> bool {
+        if self.may_fail(index, requirement, node) {
+            return true;
+        }
+        requirement.needs.iter().all(|need| {
+            need.alternatives
+                .iter()
+                .any(|(family, count)| match self.table(index, *family, node) {
+                    None => true,
+                    Some(table) => table.shared || table.free >= *count,
+                })
+        })
+    }
+
+    /// Whether the allocator could meet a selector error or a pool error on this node for
+    /// these requirements (then no node may be skipped on a guess).
+    pub fn may_fail(&mut self, index: &Index, requirement: &Requirement, node: NodeId) -> bool {
+        requirement
+            .watched
+            .iter()
+            .any(|family| self.table(index, *family, node).is_none_or(|t| t.failing))
+    }
+}
+
+fn build_table(
+    index: &Index,
+    set: &SelSetId,
+    tolerations: &[DeviceToleration],
+    node: NodeId,
+    state: &AllocatedState,
+) -> Option<Table> {
+    let pools = index.node_pools(node).ok()?;
+    let mut table = Table {
+        keys: Vec::new(),
+        free: 0,
+        shared: false,
+        failing: false,
+    };
+    for pool in pools.pools.iter().filter(|p| p.usable()) {
+        for &device in &pool.devices {
+            match set.set.matches(index, device) {
+                Match::No => continue,
+                Match::Failed(_) => {
+                    table.failing = true;
+                    continue;
+                }
+                Match::Yes => {}
+            }
+            let entry = index.device(device);
+            if untolerated_taint(&entry.taints, tolerations).is_some() {
+                continue;
+            }
+            if entry.allow_multiple_allocations {
+                table.shared = true;
+                continue;
+            }
+            table.keys.push(entry.key);
+        }
+    }
+    table.keys.sort();
+    table.keys.dedup();
+    table.free = table
+        .keys
+        .iter()
+        .filter(|k| !state.is_exclusively_allocated(**k))
+        .count() as u32;
+    Some(table)
+}

@@ -1,0 +1,1811 @@
+//! The scheduler model: kube-scheduler's queue and the `DynamicResources` plugin with the
+//! default profile's other filters and scores, one pod at a time.
+//!
+//! # Order of events
+//! 1. Pods with `spec.nodeName` are running: their requests count on their node, their
+//!    allocated claims hold devices. Finished pods (`Succeeded`, `Failed`) are ignored by the
+//!    scheduler and the resourceclaim controller releases their claims.
+//! 2. The device taint eviction controller evicts running pods whose devices carry an
+//!    untolerated NoExecute taint ([`crate::taints`]); their claims are released (deallocated
+//!    when nobody else reserves them, deleted when the pod owned them). The simulation shows
+//!    the cluster after all evictions, also those that wait for `tolerationSeconds`.
+//! 3. The other pods are queued by priority, then input order, and scheduled one by one:
+//!    PreEnqueue/PreFilter (claims, classes, the extended-resource claim), Filter per node (node
+//!    fit, then DRA), PostFilter (deallocation of an idle pinned claim, then a retry), Score,
+//!    Reserve and PreBind (claim status, pod status). A pod that does not fit stays pending;
+//!    no pod is preempted for DRA devices.
+//!
+//! # Node choice
+//! [`NodePick::Scored`] follows the default profile's scores ([`crate::score`]); ties go to
+//! the smaller node name where kube-scheduler picks at random. [`NodePick::MostAllocated`]
+//! swaps `NodeResourcesFit` to `MostAllocated` (bin packing). [`NodePick::FirstFeasible`] takes
+//! the first feasible node by name. With [`NodeSampling::AllNodes`] (the default) every node is
+//! considered; the result is exact, and the allocator runs on as few nodes as possible: a
+//! cheap pre-check ([`crate::devices`]) skips nodes that provably lack free devices, and when
+//! the normalised scores cannot differ between nodes, nodes are tried best score first and the
+//! first that the allocator accepts wins. [`NodeSampling::Adaptive`] and
+//! [`NodeSampling::Percentage`] model `percentageOfNodesToScore`: nodes are visited round-robin
+//! from where the previous pod stopped until enough feasible nodes are found. kube-scheduler
+//! filters nodes in parallel, so which nodes it finds first depends on thread timing; the
+//! simulation visits them sequentially (kube-scheduler with parallelism 1), in name order
+//! (kube-scheduler's node list interleaves zones).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use dra_alloc::{AllocationMode, Index, NodeId, Outcome, PreparedClaim, RequestBody, allocate};
+use k8s_openapi::api::core::v1::{
+    NodeSelector, Pod, PodExtendedResourceClaimStatus, PodResourceClaimStatus, PodStatus,
+};
+use k8s_openapi::api::resource::v1::{
+    AllocationResult, DeviceClaim, ResourceClaim, ResourceClaimSpec, ResourceClaimStatus,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use serde::Serialize;
+
+use crate::claims::{ClaimStore, PodClaim, PodClaimError, pod_uid};
+use crate::devices::{ClaimKey, DeviceState, Requirement};
+use crate::explain::{Diagnosis, ExplainContext, NodeVerdict, PodRef};
+use crate::extended::{
+    DuplicateExtendedResourceName, EXTENDED_RESOURCE_CLAIM_ANNOTATION,
+    EXTENDED_RESOURCE_CLAIM_SUFFIX, ExtendedResourceMapping, SpecialClaimPlan,
+    is_dra_extended_resource_name, special_claim_plan,
+};
+use crate::fit::{
+    FitFailure, PodFacts, SimNode, intolerable_prefer_no_schedule_taints, node_fit_failures,
+    node_fits, preferred_affinity_score,
+};
+use crate::report::{PodResult, PodState};
+use crate::score::{
+    FIRST_AVAILABLE_MAX_SIZE, FitStrategy, NodeScore, RawScore, balanced_allocation_score, combine,
+    resource_fit_score, select_host,
+};
+use crate::taints::{EvictionReason, EvictionTime, TaintView, earliest};
+use crate::{SimError, SimInput};
+
+/// The scheduler name kube-scheduler's default profile serves.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+/// `ResourceClaimReservedForMaxSize`.
+pub const RESERVED_FOR_MAX: usize = 256;
+/// `minFeasibleNodesToFind`.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// `minFeasibleNodesPercentageToFind`.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: usize = 5;
+
+/// How the simulated scheduler chooses among feasible nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NodePick {
+    /// The default profile's scores with `NodeResourcesFit` `LeastAllocated` (spreading).
+    #[default]
+    Scored,
+    /// The same with `NodeResourcesFit` `MostAllocated` (bin packing).
+    MostAllocated,
+    /// The first feasible node in name order (the reference loop's choice, with the full
+    /// model's filters).
+    FirstFeasible,
+}
+
+impl NodePick {
+    pub fn name(self) -> &'static str {
+        match self {
+            NodePick::Scored => "scored",
+            NodePick::MostAllocated => "most-allocated",
+            NodePick::FirstFeasible => "first-feasible",
+        }
+    }
+}
+
+/// Which nodes are considered for a pod (`percentageOfNodesToScore`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NodeSampling {
+    /// Every node (exact; the default).
+    #[default]
+    AllNodes,
+    /// kube-scheduler's default: `50 - nodes/125` percent, at least 5%, at least 100 nodes.
+    Adaptive,
+    /// A fixed percentage (1-100), at least 100 nodes.
+    Percentage(u32),
+}
+
+/// How much `simulate` explains about pending pods.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExplainOptions {
+    /// Nodes described in detail per pending pod.
+    pub max_nodes: usize,
+    /// Ask the allocator which claims would have to release their devices.
+    pub release_hints: bool,
+}
+
+impl Default for ExplainOptions {
+    fn default() -> ExplainOptions {
+        ExplainOptions {
+            max_nodes: 16,
+            release_hints: true,
+        }
+    }
+}
+
+/// Options of [`simulate`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimOptions {
+    pub node_pick: NodePick,
+    pub sampling: NodeSampling,
+    pub explain: ExplainOptions,
+    /// Run the allocator on every node that passes the other filters, without the device
+    /// pre-check and without trying nodes best score first. Same results, slower: it exists to
+    /// test that the shortcuts change nothing.
+    pub exhaustive: bool,
+}
+
+/// Where a pod went and why there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    /// The winner's scores (absent when there was nothing to compare).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score: Option<NodeScore>,
+    /// The best other feasible node, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner_up: Option<NodeScore>,
+    /// Feasible nodes, when all were determined.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub feasible_nodes: Option<usize>,
+    /// Nodes the allocator ran on.
+    pub allocator_calls: usize,
+    /// Nodes that ranked ahead of the chosen one (on the resource scores, or in visiting order
+    /// for `first-feasible`) but where the claims do not fit, with the reason (at most 3).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub passed_over: Vec<crate::explain::NodeDiagnosis>,
+}
+
+/// A running pod the device taint eviction controller deletes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Eviction {
+    pub pod: String,
+    pub node: String,
+    /// Seconds after the deciding taint was added (`tolerationSeconds`; 0 = at once).
+    pub after_seconds: i64,
+    /// The moment, when the taint has a `timeAdded`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
+    pub reasons: Vec<EvictionReason>,
+    /// Claims deallocated because no other pod reserves them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deallocated_claims: Vec<String>,
+    /// Claims deleted with the pod (created for it from templates or for its extended
+    /// resources).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub deleted_claims: Vec<String>,
+}
+
+/// A device with taints and the claims that hold it after the simulation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaintedDevice {
+    /// `driver/pool/device`.
+    pub device: String,
+    pub taints: Vec<crate::taints::TaintSource>,
+    /// Claims allocated this device (only claims whose requests tolerate the taint can get it
+    /// from the scheduler; others held it before the taint came).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allocated_to: Vec<String>,
+}
+
+/// A running pod that a taint with effect None would evict if it were NoExecute.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WouldEvict {
+    pub pod: String,
+    pub reasons: Vec<EvictionReason>,
+}
+
+/// An extended resource name and the class that serves it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendedResourceEntry {
+    pub resource_name: String,
+    pub device_class: String,
+}
+
+/// The extended-resource mapping as the scheduler sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtendedResources {
+    /// Explicit names only (every class also serves `deviceclass.resource.kubernetes.io/<class>`).
+    pub mappings: Vec<ExtendedResourceEntry>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub duplicates: Vec<DuplicateExtendedResourceName>,
+}
+
+/// Counts per outcome.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub pods: usize,
+    pub scheduled: usize,
+    pub unschedulable: usize,
+    pub error: usize,
+    pub running: usize,
+    pub evicted: usize,
+    pub skipped: usize,
+}
+
+/// The outcome of [`simulate`].
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Simulation {
+    pub node_pick: &'static str,
+    /// One entry per pod, in input order.
+    pub results: Vec<PodResult>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evictions: Vec<Eviction>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub would_evict: Vec<WouldEvict>,
+    /// Devices with taints (from their slices or DeviceTaintRules).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tainted_devices: Vec<TaintedDevice>,
+    pub extended_resources: ExtendedResources,
+    /// Observations about the input (nodes without allocatable, conflicting claims, ...).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub summary: Summary,
+    /// Allocator search steps in total.
+    pub steps: u64,
+    /// The pods after the simulation, in input order (`None`: evicted, deleted).
+    #[serde(skip)]
+    pub pods: Vec<Option<Pod>>,
+    /// Every claim after the simulation, by (namespace, name).
+    #[serde(skip)]
+    pub claims: Vec<ResourceClaim>,
+}
+
+impl Simulation {
+    /// The result for `namespace/name`.
+    pub fn result(&self, pod: &str) -> Option<&PodResult> {
+        self.results.iter().find(|r| r.pod == pod)
+    }
+}
+
+/// Runs the scheduler model over `input`.
+pub fn simulate(input: &SimInput<'_>, options: &SimOptions) -> Result<Simulation, SimError> {
+    let mut engine = Engine::new(input, options)?;
+    engine.setup_running_pods();
+    engine.run_evictions();
+    engine.run_queue();
+    Ok(engine.finish())
+}
+
+fn key_of(meta: &ObjectMeta) -> (String, String) {
+    (
+        meta.namespace
+            .clone()
+            .unwrap_or_else(|| "default".to_string()),
+        meta.name.clone().unwrap_or_default(),
+    )
+}
+
+struct PodEntry<'a> {
+    pod: &'a Pod,
+    /// The pod as it ends up (node name, status).
+    object: Pod,
+    namespace: String,
+    name: String,
+    uid: String,
+    facts: PodFacts,
+    priority: Result<i32, String>,
+    result: PodResult,
+    deleted: bool,
+}
+
+/// A special claim variant: the pod's extended resources served by DRA on some nodes.
+struct SpecialVariant {
+    plan: SpecialClaimPlan,
+    prepared: PreparedClaim,
+}
+
+/// The claims the allocator gets on nodes that serve the same extended resources through DRA
+/// (nodes offering some of them through the device plugin need another special claim).
+#[derive(Default)]
+struct Variant {
+    /// DRA-served extended resources; empty: no special claim.
+    resources: BTreeSet<String>,
+    special: Option<SpecialVariant>,
+    /// The device pre-check's view of the claims, built on first use.
+    requirement: Option<Requirement>,
+}
+
+/// What PreFilter found for a pod, reused for every node.
+struct Attempt {
+    claims: Vec<PodClaim>,
+    /// Allocated claims: their node selector pins the pod.
+    pinned: Vec<(ClaimKey, Option<NodeSelector>)>,
+    /// Unallocated user claims, prepared, in pod order.
+    to_allocate: Vec<(ClaimKey, PreparedClaim)>,
+    /// DRA extended resources the pod requests (name -> quantity).
+    extended: BTreeMap<String, i64>,
+    /// Index 0 serves nothing through DRA.
+    variants: Vec<Variant>,
+    has_all_mode: bool,
+    has_first_available: bool,
+}
+
+/// A node that passed the cheap filters.
+struct Candidate {
+    node: NodeId,
+    variant: usize,
+    needs_allocator: bool,
+    risky: bool,
+}
+
+/// Why a node was rejected, kept small: the words are only written for a diagnosis.
+#[derive(Debug, Clone, Copy)]
+enum Rejection {
+    /// A filter besides DRA.
+    Fit,
+    /// The device pre-check: fewer free matching devices than requested.
+    Devices,
+    /// An allocated claim's node selector excludes the node.
+    Unavailable,
+    /// The allocator's answer.
+    Allocator(&'static str),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Rejected {
+    node: NodeId,
+    variant: usize,
+    why: Rejection,
+}
+
+enum Check {
+    Rejected(Rejected),
+    /// Index of a pinned claim that is not available on the node.
+    Unavailable(usize, Rejected),
+    Candidate(Candidate),
+}
+
+/// A feasible node with what the allocator returned.
+struct Feasible {
+    node: NodeId,
+    variant: usize,
+    results: Vec<AllocationResult>,
+}
+
+enum Decision {
+    Scheduled {
+        feasible: Feasible,
+        placement: Box<Placement>,
+        /// Allocator rejections that ranked ahead of the chosen node.
+        passed_over: Vec<Rejected>,
+    },
+    Pending {
+        rejected: Vec<Rejected>,
+        unavailable: BTreeSet<usize>,
+    },
+    Error(String),
+}
+
+struct Engine<'a> {
+    input: &'a SimInput<'a>,
+    options: &'a SimOptions,
+    index: Index,
+    mapping: ExtendedResourceMapping,
+    claims: ClaimStore,
+    devices: DeviceState,
+    nodes: Vec<SimNode>,
+    node_names: Vec<String>,
+    order: Vec<NodeId>,
+    /// Position of each node in name order.
+    rank: Vec<usize>,
+    pods: Vec<PodEntry<'a>>,
+    next_start: usize,
+    evictions: Vec<Eviction>,
+    would_evict: Vec<WouldEvict>,
+    notes: Vec<String>,
+}
+
+fn dra_failure(reason: &str) -> FitFailure {
+    FitFailure {
+        plugin: "DynamicResources",
+        reason: reason.to_string(),
+        detail: None,
+    }
+}
+
+impl<'a> Engine<'a> {
+    fn new(input: &'a SimInput<'a>, options: &'a SimOptions) -> Result<Engine<'a>, SimError> {
+        let index = input.build_index()?;
+        let mapping = ExtendedResourceMapping::build(&input.classes);
+        let claims = ClaimStore::new(input);
+        let mut devices = DeviceState::new(&index);
+        let allocated: Vec<(ClaimKey, AllocationResult)> = claims
+            .allocated()
+            .map(|(c, a)| (key_of(&c.metadata), a.clone()))
+            .collect();
+        for (key, allocation) in &allocated {
+            devices
+                .add_claim(&index, key, allocation)
+                .map_err(|e| SimError::Claim {
+                    claim: format!("{}/{}", key.0, key.1),
+                    message: e.to_string(),
+                })?;
+        }
+        let mut notes = Vec::new();
+        for (device, holders) in devices.conflicts(&index) {
+            let names: Vec<String> = holders.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
+            notes.push(format!(
+                "device {device} is allocated to more than one claim ({}); the scheduler treats it as in use",
+                names.join(", ")
+            ));
+        }
+        let mut nodes = Vec::new();
+        let mut node_names = Vec::new();
+        for id in index.node_ids() {
+            let facts = index.node_facts(id).clone();
+            let raw = input
+                .nodes
+                .iter()
+                .find(|n| n.metadata.name.as_deref() == Some(facts.name.as_str()))
+                .copied();
+            let node = SimNode::new(facts, raw);
+            if !node.allocatable.declared {
+                notes.push(format!(
+                    "node {} has no status.allocatable: its cpu, memory and pod count are not limited",
+                    node.facts.name
+                ));
+            }
+            node_names.push(node.facts.name.clone());
+            nodes.push(node);
+        }
+        let mut order: Vec<NodeId> = index.node_ids().collect();
+        order.sort_by(|a, b| {
+            node_names[a.0 as usize]
+                .as_bytes()
+                .cmp(node_names[b.0 as usize].as_bytes())
+        });
+        let mut rank = vec![0; order.len()];
+        for (position, node) in order.iter().enumerate() {
+            rank[node.0 as usize] = position;
+        }
+        let pods = input
+            .pods
+            .iter()
+            .map(|pod| {
+                let (namespace, name) = key_of(&pod.metadata);
+                let uid = pod_uid(pod);
+                let mut object = (*pod).clone();
+                object.metadata.uid = Some(uid.clone());
+                let priority = crate::priority::pod_priority(pod, &input.priority_classes);
+                PodEntry {
+                    pod,
+                    object,
+                    facts: PodFacts::of(pod),
+                    result: PodResult {
+                        pod: format!("{namespace}/{name}"),
+                        node: None,
+                        status: PodState::Unschedulable,
+                        allocations: BTreeMap::new(),
+                        error: None,
+                        priority: *priority.as_ref().unwrap_or(&0),
+                        queue_position: None,
+                        claims: BTreeMap::new(),
+                        extended_resources: BTreeMap::new(),
+                        extended_resource_claim_status: None,
+                        reason: None,
+                        placement: None,
+                        diagnosis: None,
+                        eviction: None,
+                        notes: Vec::new(),
+                        steps: 0,
+                    },
+                    priority,
+                    namespace,
+                    name,
+                    uid,
+                    deleted: false,
+                }
+            })
+            .collect();
+        Ok(Engine {
+            input,
+            options,
+            index,
+            mapping,
+            claims,
+            devices,
+            nodes,
+            node_names,
+            order,
+            rank,
+            pods,
+            next_start: 0,
+            evictions: Vec::new(),
+            would_evict: Vec::new(),
+            notes,
+        })
+    }
+
+    fn node_by_name(&self, name: &str) -> Option<NodeId> {
+        self.index.node(name)
+    }
+
+    /// Releases a pod's reservation of a claim; deallocates it when nobody else reserves it.
+    /// Returns whether it was deallocated.
+    fn release_claim(&mut self, key: &ClaimKey, pod_name: &str, uid: &str) -> bool {
+        let remaining = self.claims.unreserve(&key.0, &key.1, pod_name, uid);
+        if remaining > 0 {
+            return false;
+        }
+        let Some(allocation) = self.claims.clear_allocation(&key.0, &key.1) else {
+            return false;
+        };
+        // The allocation was accepted when it was added; removing it cannot fail.
+        let _ = self.devices.remove_claim(&self.index, key, &allocation);
+        true
+    }
+
+    fn owned_by(&self, key: &ClaimKey, uid: &str) -> bool {
+        self.claims.get(&key.0, &key.1).is_some_and(|c| {
+            c.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && o.kind == "Pod" && o.uid == uid)
+        })
+    }
+
+    /// The claims of a bound pod: its resolved claims plus its extended-resource claim.
+    fn bound_pod_claims(&mut self, p: usize) -> Vec<ClaimKey> {
+        let pod = self.pods[p].pod;
+        let namespace = self.pods[p].namespace.clone();
+        let mut keys: Vec<ClaimKey> = match self.claims.existing_pod_claims(pod) {
+            Ok(claims) => claims
+                .into_iter()
+                .map(|c| (namespace.clone(), c.claim_name))
+                .collect(),
+            Err(PodClaimError(message)) => {
+                self.pods[p].result.notes.push(message);
+                Vec::new()
+            }
+        };
+        if let Some(name) = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.extended_resource_claim_status.as_ref())
+            .map(|s| s.resource_claim_name.clone())
+        {
+            keys.push((namespace, name));
+        }
+        keys
+    }
+
+    fn setup_running_pods(&mut self) {
+        for p in 0..self.pods.len() {
+            let pod = self.pods[p].pod;
+            let spec = pod.spec.as_ref();
+            let phase = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .unwrap_or("");
+            let node_name = spec.and_then(|s| s.node_name.as_deref()).unwrap_or("");
+            if matches!(phase, "Succeeded" | "Failed") {
+                let uid = self.pods[p].uid.clone();
+                let name = self.pods[p].name.clone();
+                let mut released = Vec::new();
+                for key in self.bound_pod_claims(p) {
+                    if self.release_claim(&key, &name, &uid) {
+                        released.push(format!("{}/{}", key.0, key.1));
+                    }
+                }
+                let entry = &mut self.pods[p];
+                entry.result.status = PodState::Skipped;
+                entry.result.node = (!node_name.is_empty()).then(|| node_name.to_string());
+                entry.result.reason = Some(format!(
+                    "finished (phase {phase}): the scheduler ignores it and the resourceclaim controller releases its claims"
+                ));
+                if !released.is_empty() {
+                    entry
+                        .result
+                        .notes
+                        .push(format!("deallocated: {}", released.join(", ")));
+                }
+                continue;
+            }
+            if node_name.is_empty() {
+                continue;
+            }
+            let claims = self.bound_pod_claims(p);
+            let entry = &mut self.pods[p];
+            entry.result.status = PodState::Running;
+            entry.result.node = Some(node_name.to_string());
+            for (ns, name) in &claims {
+                let allocated = self
+                    .claims
+                    .get(ns, name)
+                    .is_some_and(|c| c.status.as_ref().is_some_and(|s| s.allocation.is_some()));
+                if !allocated {
+                    entry.result.notes.push(format!(
+                        "claim {ns}/{name} is not allocated: the kubelet cannot start the pod"
+                    ));
+                }
+            }
+            match self.index.node(node_name) {
+                Some(node) => {
+                    let facts = entry.facts.clone();
+                    self.nodes[node.0 as usize].add_pod(&facts);
+                }
+                None => entry
+                    .result
+                    .notes
+                    .push(format!("node {node_name} is not in the input")),
+            }
+        }
+    }
+
+    fn run_evictions(&mut self) {
+        let view = TaintView::new(&self.input.slices, &self.input.taint_rules);
+        for p in 0..self.pods.len() {
+            if self.pods[p].result.status != PodState::Running {
+                continue;
+            }
+            let uid = self.pods[p].uid.clone();
+            let name = self.pods[p].name.clone();
+            let input_uid = self.pods[p].pod.metadata.uid.clone();
+            let claims = self.bound_pod_claims(p);
+            let mut times: Vec<EvictionTime> = Vec::new();
+            let mut dry_run = Vec::new();
+            for key in &claims {
+                let Some(claim) = self.claims.get(&key.0, &key.1) else {
+                    continue;
+                };
+                let Some(allocation) = claim.status.as_ref().and_then(|s| s.allocation.as_ref())
+                else {
+                    continue;
+                };
+                // Only claims that list the pod in reservedFor (by UID) concern the controller.
+                let reserved = self.claims.reserved_for(&key.0, &key.1).iter().any(|r| {
+                    r.resource == "pods"
+                        && r.api_group.as_deref().unwrap_or("").is_empty()
+                        && (r.uid == uid || (input_uid.is_none() && r.name == name))
+                });
+                if !reserved {
+                    continue;
+                }
+                let (time, none) = view.claim_eviction(&format!("{}/{}", key.0, key.1), allocation);
+                times.extend(time);
+                dry_run.extend(none);
+            }
+            let pod_key = self.pods[p].result.pod.clone();
+            if !dry_run.is_empty() {
+                self.would_evict.push(WouldEvict {
+                    pod: pod_key.clone(),
+                    reasons: dry_run,
+                });
+            }
+            let Some(time) = earliest(times) else {
+                continue;
+            };
+            let node = self.pods[p].result.node.clone().unwrap_or_default();
+            let mut deallocated = Vec::new();
+            let mut deleted = Vec::new();
+            for key in &claims {
+                let owned = self.owned_by(key, &uid);
+                if self.release_claim(key, &name, &uid) {
+                    deallocated.push(format!("{}/{}", key.0, key.1));
+                }
+                if owned && self.claims.remove(&key.0, &key.1).is_some() {
+                    deleted.push(format!("{}/{}", key.0, key.1));
+                }
+            }
+            if let Some(node) = self.node_by_name(&node) {
+                let facts = self.pods[p].facts.clone();
+                self.nodes[node.0 as usize].remove_pod(&facts);
+            }
+            let eviction = Eviction {
+                pod: pod_key,
+                node,
+                after_seconds: time.after_seconds,
+                at: time.at.map(|t| t.to_string()),
+                reasons: time.reasons,
+                deallocated_claims: deallocated,
+                deleted_claims: deleted,
+            };
+            let entry = &mut self.pods[p];
+            entry.deleted = true;
+            entry.result.status = PodState::Evicted;
+            let first = &eviction.reasons[0];
+            entry.result.reason = Some(format!(
+                "evicted by the device taint eviction controller {}: device {} of claim {} has taint {}:{} ({})",
+                match (eviction.after_seconds, &eviction.at) {
+                    (0, None) => "at once".to_string(),
+                    (0, Some(at)) => format!("at once ({at})"),
+                    (s, None) => format!("{s}s after the taint was added"),
+                    (s, Some(at)) => format!("{s}s after the taint was added ({at})"),
+                },
+                first.device,
+                first.claim,
+                first.taint.key,
+                first.taint.effect,
+                first.taint.origin
+            ));
+            entry.result.eviction = Some(eviction.clone());
+            self.evictions.push(eviction);
+        }
+    }
+
+    fn run_queue(&mut self) {
+        let mut queue: Vec<usize> = Vec::new();
+        for p in 0..self.pods.len() {
+            let entry = &mut self.pods[p];
+            if entry.result.status != PodState::Unschedulable {
+                continue;
+            }
+            let spec = entry.pod.spec.as_ref();
+            let gates: Vec<&str> = spec
+                .and_then(|s| s.scheduling_gates.as_deref())
+                .unwrap_or_default()
+                .iter()
+                .map(|g| g.name.as_str())
+                .collect();
+            if !gates.is_empty() {
+                entry.result.status = PodState::Skipped;
+                entry.result.reason = Some(format!(
+                    "waiting for scheduling gates: [{}]",
+                    gates.join(" ")
+                ));
+                continue;
+            }
+            let scheduler = spec
+                .and_then(|s| s.scheduler_name.as_deref())
+                .unwrap_or(DEFAULT_SCHEDULER_NAME);
+            if scheduler != DEFAULT_SCHEDULER_NAME {
+                entry.result.status = PodState::Skipped;
+                entry.result.reason = Some(format!(
+                    "schedulerName {scheduler}: not handled by the simulated {DEFAULT_SCHEDULER_NAME}"
+                ));
+                continue;
+            }
+            if let Err(message) = &entry.priority {
+                entry.result.status = PodState::Error;
+                entry.result.error =
+                    Some(format!("pods \"{}\" is forbidden: {message}", entry.name));
+                entry.result.reason = entry.result.error.clone();
+                continue;
+            }
+            queue.push(p);
+        }
+        // PrioritySort: higher priority first, then queue order (input order).
+        queue.sort_by(|a, b| {
+            self.pods[*b]
+                .result
+                .priority
+                .cmp(&self.pods[*a].result.priority)
+                .then(a.cmp(b))
+        });
+        for (position, p) in queue.into_iter().enumerate() {
+            self.pods[p].result.queue_position = Some(position);
+            self.schedule(p);
+        }
+    }
+
+    /// PreEnqueue and PreFilter: the pod's claims and its extended resources.
+    fn prepare(&mut self, p: usize) -> Result<Attempt, (PodState, String)> {
+        let pod = self.pods[p].pod;
+        let namespace = self.pods[p].namespace.clone();
+        let claims = self
+            .claims
+            .resolve_pod_claims(pod)
+            .map_err(|PodClaimError(m)| (PodState::Unschedulable, m))?;
+        let mut attempt = Attempt {
+            claims: claims.clone(),
+            pinned: Vec::new(),
+            to_allocate: Vec::new(),
+            extended: BTreeMap::new(),
+            variants: vec![Variant::default()],
+            has_all_mode: false,
+            has_first_available: false,
+        };
+        let requests =
+            crate::resources::pod_requests(pod, crate::resources::PodRequestOptions::default());
+        for (name, quantity) in &requests {
+            let value = quantity.value();
+            if value != 0
+                && is_dra_extended_resource_name(name)
+                && self.mapping.class_for(name).is_some()
+            {
+                attempt.extended.insert(name.clone(), value);
+            }
+        }
+        for claim_ref in &claims {
+            let key = (namespace.clone(), claim_ref.claim_name.clone());
+            let Some(claim) = self.claims.get(&key.0, &key.1) else {
+                continue;
+            };
+            if let Some(allocation) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
+                if let Some(selector) = &allocation.node_selector
+                    && let Err(e) = dra_alloc::node_selector::node_selector_matches(
+                        selector,
+                        &dra_alloc::node_selector::NodeFacts::default(),
+                    )
+                {
+                    return Err((PodState::Error, e.to_string()));
+                }
+                attempt.pinned.push((key, allocation.node_selector.clone()));
+                continue;
+            }
+            for request in claim
+                .spec
+                .as_ref()
+                .and_then(|s| s.devices.as_ref())
+                .and_then(|d| d.requests.as_deref())
+                .unwrap_or_default()
+            {
+                let classes: Vec<(String, &str)> = if let Some(exact) = &request.exactly {
+                    vec![(request.name.clone(), exact.device_class_name.as_str())]
+                } else if let Some(subs) =
+                    request.first_available.as_ref().filter(|s| !s.is_empty())
+                {
+                    subs.iter()
+                        .map(|s| {
+                            (
+                                format!("{}/{}", request.name, s.name),
+                                s.device_class_name.as_str(),
+                            )
+                        })
+                        .collect()
+                } else {
+                    return Err((
+                        PodState::Unschedulable,
+                        format!(
+                            "resource claim {}/{}, request {}: unknown request type",
+                            key.0, key.1, request.name
+                        ),
+                    ));
+                };
+                for (request_name, class) in classes {
+                    if class.is_empty() {
+                        return Err((
+                            PodState::Error,
+                            format!("request {request_name}: unsupported request type"),
+                        ));
+                    }
+                    if self.index.class(class).is_none() {
+                        return Err((
+                            PodState::Unschedulable,
+                            format!("request {request_name}: device class {class} does not exist"),
+                        ));
+                    }
+                }
+            }
+            let prepared = PreparedClaim::new(&self.index, claim);
+            attempt.to_allocate.push((key, prepared));
+        }
+        for (_, claim) in &attempt.to_allocate {
+            for request in &claim.requests {
+                match &request.body {
+                    RequestBody::Exact(spec) => {
+                        attempt.has_all_mode |= spec.mode == AllocationMode::All
+                    }
+                    RequestBody::FirstAvailable(subs) => {
+                        attempt.has_first_available = true;
+                        attempt.has_all_mode |= subs.iter().any(|s| s.mode == AllocationMode::All);
+                    }
+                    RequestBody::Unknown => {}
+                }
+            }
+        }
+        Ok(attempt)
+    }
+
+    fn special_claim_name(&self, p: usize) -> String {
+        format!("{}{EXTENDED_RESOURCE_CLAIM_SUFFIX}", self.pods[p].name)
+    }
+
+    fn special_claim_object(&self, p: usize, plan: &SpecialClaimPlan) -> ResourceClaim {
+        let entry = &self.pods[p];
+        ResourceClaim {
+            metadata: ObjectMeta {
+                name: Some(self.special_claim_name(p)),
+                namespace: Some(entry.namespace.clone()),
+                annotations: Some(BTreeMap::from([(
+                    EXTENDED_RESOURCE_CLAIM_ANNOTATION.to_string(),
+                    "true".to_string(),
+                )])),
+                owner_references: Some(vec![OwnerReference {
+                    api_version: "v1".to_string(),
+                    kind: "Pod".to_string(),
+                    name: entry.name.clone(),
+                    uid: entry.uid.clone(),
+                    controller: Some(true),
+                    block_owner_deletion: None,
+                }]),
+                ..ObjectMeta::default()
+            },
+            spec: Some(ResourceClaimSpec {
+                devices: Some(DeviceClaim {
+                    requests: Some(plan.requests.clone()),
+                    ..DeviceClaim::default()
+                }),
+            }),
+            status: None,
+        }
+    }
+
+    /// The variant for a node: which of the pod's extended resources DRA serves there.
+    fn variant_for(&mut self, p: usize, attempt: &mut Attempt, node: NodeId) -> usize {
+        if attempt.extended.is_empty() {
+            return 0;
+        }
+        let offered = |name: &str| {
+            self.nodes[node.0 as usize]
+                .allocatable
+                .resources
+                .scalar
+                .get(name)
+                .copied()
+                .unwrap_or(0)
+                != 0
+        };
+        if let Some(i) = attempt.variants.iter().position(|v| {
+            attempt
+                .extended
+                .keys()
+                .all(|r| v.resources.contains(r) != offered(r))
+        }) {
+            return i;
+        }
+        let resources: BTreeSet<String> = attempt
+            .extended
+            .keys()
+            .filter(|r| !offered(r))
+            .cloned()
+            .collect();
+        let plan = special_claim_plan(self.pods[p].pod, &resources, &self.mapping);
+        let object = self.special_claim_object(p, &plan);
+        let prepared = PreparedClaim::new(&self.index, &object);
+        attempt.variants.push(Variant {
+            resources,
+            special: Some(SpecialVariant { plan, prepared }),
+            requirement: None,
+        });
+        attempt.variants.len() - 1
+    }
+
+    /// The claims the allocator gets on a node: user claims, then the special claim.
+    fn claims_for(attempt: &Attempt, variant: usize) -> Vec<&PreparedClaim> {
+        let mut claims: Vec<&PreparedClaim> = attempt.to_allocate.iter().map(|(_, c)| c).collect();
+        if let Some(special) = &attempt.variants[variant].special {
+            claims.push(&special.prepared);
+        }
+        claims
+    }
+
+    /// The claims of a variant with their names, for a diagnosis.
+    fn named_claims(
+        &self,
+        p: usize,
+        attempt: &Attempt,
+        variant: usize,
+    ) -> Vec<(String, PreparedClaim)> {
+        let mut claims: Vec<(String, PreparedClaim)> = attempt
+            .to_allocate
+            .iter()
+            .map(|(k, c)| (format!("{}/{}", k.0, k.1), c.clone()))
+            .collect();
+        if let Some(special) = &attempt.variants[variant].special {
+            claims.push((
+                format!("{}/{}", self.pods[p].namespace, self.special_claim_name(p)),
+                special.prepared.clone(),
+            ));
+        }
+        claims
+    }
+
+    /// The cheap filters: node fit, then the DRA plugin up to (not including) the allocator.
+    fn check_node(&mut self, p: usize, attempt: &mut Attempt, node: NodeId) -> Check {
+        let rejected = |variant: usize, why: Rejection| Rejected { node, variant, why };
+        if !node_fits(
+            &self.pods[p].facts,
+            &self.nodes[node.0 as usize],
+            &self.mapping,
+        ) {
+            return Check::Rejected(rejected(0, Rejection::Fit));
+        }
+        // filterExtendedResources: the special claim for this node, if any.
+        let variant = self.variant_for(p, attempt, node);
+        let serves_extended = attempt.variants[variant].special.is_some();
+        if !serves_extended && attempt.claims.is_empty() {
+            return Check::Candidate(Candidate {
+                node,
+                variant,
+                needs_allocator: false,
+                risky: false,
+            });
+        }
+        let facts = &self.nodes[node.0 as usize].facts;
+        for (i, (_, selector)) in attempt.pinned.iter().enumerate() {
+            if let Some(selector) = selector
+                && !dra_alloc::node_selector::node_selector_matches(selector, facts)
+                    .unwrap_or(false)
+            {
+                return Check::Unavailable(i, rejected(variant, Rejection::Unavailable));
+            }
+        }
+        let needs_allocator = !attempt.to_allocate.is_empty() || serves_extended;
+        if !needs_allocator {
+            return Check::Candidate(Candidate {
+                node,
+                variant,
+                needs_allocator,
+                risky: false,
+            });
+        }
+        if attempt.variants[variant].requirement.is_none() {
+            let claims = Self::claims_for(attempt, variant);
+            let requirement = self.devices.requirements(&claims);
+            attempt.variants[variant].requirement = Some(requirement);
+        }
+        let Some(requirement) = attempt.variants[variant].requirement.as_ref() else {
+            return Check::Rejected(rejected(variant, Rejection::Devices));
+        };
+        // All mode fails on incomplete or invalid pools before any device is looked at.
+        if !attempt.has_all_mode
+            && !self.options.exhaustive
+            && !self.devices.check(&self.index, requirement, node)
+        {
+            return Check::Rejected(rejected(variant, Rejection::Devices));
+        }
+        let risky = attempt.has_all_mode || self.devices.may_fail(&self.index, requirement, node);
+        Check::Candidate(Candidate {
+            node,
+            variant,
+            needs_allocator,
+            risky,
+        })
+    }
+
+    /// The allocator on one candidate: `Ok(Ok(results))`, `Ok(Err(why))` when the claims do not
+    /// fit there, `Err(message)` for a fatal error (the scheduling attempt fails).
+    fn run_allocator(
+        &self,
+        attempt: &Attempt,
+        candidate: &Candidate,
+        steps: &mut u64,
+    ) -> Result<Result<Vec<AllocationResult>, &'static str>, String> {
+        if !candidate.needs_allocator {
+            return Ok(Ok(Vec::new()));
+        }
+        let claims = Self::claims_for(attempt, candidate.variant);
+        let (outcome, stats) = allocate(&self.index, &self.devices.state, candidate.node, &claims);
+        *steps += stats.steps;
+        match outcome {
+            Outcome::Allocated(results) => Ok(Ok(results)),
+            Outcome::Unsatisfiable(why) => Ok(Err(why.message())),
+            Outcome::Fatal(e) => Err(e.message),
+        }
+    }
+
+    fn fit_strategy(&self) -> FitStrategy {
+        match self.options.node_pick {
+            NodePick::MostAllocated => FitStrategy::MostAllocated,
+            _ => FitStrategy::LeastAllocated,
+        }
+    }
+
+    /// The scores that are not normalised (`NodeResourcesFit`, `BalancedAllocation`): they
+    /// order the nodes when the normalised ones cannot differ.
+    fn static_key(&self, p: usize, node: NodeId) -> i64 {
+        let pod = &self.pods[p].facts;
+        let sim_node = &self.nodes[node.0 as usize];
+        resource_fit_score(self.fit_strategy(), pod, sim_node)
+            + balanced_allocation_score(pod, sim_node).unwrap_or(0)
+    }
+
+    fn raw_score(
+        &self,
+        p: usize,
+        attempt: &Attempt,
+        node: NodeId,
+        results: &[AllocationResult],
+    ) -> RawScore {
+        let pod = &self.pods[p].facts;
+        let sim_node = &self.nodes[node.0 as usize];
+        RawScore {
+            node: sim_node.facts.name.clone(),
+            taints: intolerable_prefer_no_schedule_taints(pod, sim_node),
+            affinity: preferred_affinity_score(pod, &sim_node.facts),
+            fit: resource_fit_score(self.fit_strategy(), pod, sim_node),
+            balanced: balanced_allocation_score(pod, sim_node),
+            dra: dra_score(attempt, results),
+        }
+    }
+
+    fn decide(&mut self, p: usize, attempt: &mut Attempt, steps: &mut u64) -> Decision {
+        let total = self.order.len();
+        let mut rejected: Vec<Rejected> = Vec::new();
+        let mut unavailable: BTreeSet<usize> = BTreeSet::new();
+        let num_to_find = match self.options.sampling {
+            NodeSampling::AllNodes => total,
+            NodeSampling::Adaptive => num_feasible_nodes_to_find(0, total),
+            NodeSampling::Percentage(pct) => {
+                num_feasible_nodes_to_find(pct.clamp(1, 100) as usize, total)
+            }
+        };
+        let sampled = num_to_find < total;
+        let mut feasible: Vec<Feasible> = Vec::new();
+        // Candidates the allocator rejected, in the order they were tried.
+        let mut refused: Vec<Rejected> = Vec::new();
+        let mut allocator_calls = 0usize;
+        let mut check = |engine: &mut Self,
+                         attempt: &mut Attempt,
+                         node: NodeId,
+                         rejected: &mut Vec<Rejected>| {
+            match engine.check_node(p, attempt, node) {
+                Check::Rejected(r) => {
+                    rejected.push(r);
+                    None
+                }
+                Check::Unavailable(claim, r) => {
+                    unavailable.insert(claim);
+                    rejected.push(r);
+                    None
+                }
+                Check::Candidate(c) => Some(c),
+            }
+        };
+        if sampled || self.options.node_pick == NodePick::FirstFeasible {
+            // Visit nodes in order (round-robin when sampling) and stop early.
+            let start = if sampled { self.next_start } else { 0 };
+            let wanted = if self.options.node_pick == NodePick::FirstFeasible {
+                1
+            } else {
+                num_to_find
+            };
+            let mut processed = 0usize;
+            for i in 0..total {
+                let node = self.order[(start + i) % total];
+                processed += 1;
+                let Some(c) = check(self, attempt, node, &mut rejected) else {
+                    continue;
+                };
+                allocator_calls += usize::from(c.needs_allocator);
+                match self.run_allocator(attempt, &c, steps) {
+                    Err(e) => {
+                        if sampled {
+                            self.next_start = (self.next_start + processed) % total;
+                        }
+                        return Decision::Error(e);
+                    }
+                    Ok(Err(message)) => {
+                        let r = Rejected {
+                            node,
+                            variant: c.variant,
+                            why: Rejection::Allocator(message),
+                        };
+                        refused.push(r);
+                        rejected.push(r);
+                    }
+                    Ok(Ok(results)) => {
+                        feasible.push(Feasible {
+                            node,
+                            variant: c.variant,
+                            results,
+                        });
+                        if feasible.len() >= wanted {
+                            break;
+                        }
+                    }
+                }
+            }
+            if sampled {
+                self.next_start = (self.next_start + processed) % total;
+            }
+        } else {
+            let mut candidates: Vec<Candidate> = Vec::new();
+            for i in 0..total {
+                let node = self.order[i];
+                if let Some(c) = check(self, attempt, node, &mut rejected) {
+                    candidates.push(c);
+                }
+            }
+            let need_allocator = candidates.iter().any(|c| c.needs_allocator);
+            // The normalised scores cannot differ when their raw values are equal everywhere.
+            let flat = !self.options.exhaustive
+                && !attempt.has_first_available
+                && !candidates.iter().any(|c| c.risky)
+                && {
+                    let pod = &self.pods[p].facts;
+                    let raw = |c: &Candidate| {
+                        let n = &self.nodes[c.node.0 as usize];
+                        (
+                            intolerable_prefer_no_schedule_taints(pod, n),
+                            preferred_affinity_score(pod, &n.facts),
+                        )
+                    };
+                    let first = candidates.first().map(raw);
+                    candidates.iter().skip(1).all(|c| Some(raw(c)) == first)
+                };
+            if need_allocator && flat && candidates.len() > 1 {
+                // Best static score first (then name): the first node the allocator accepts
+                // wins, because every other plugin gives all nodes the same score.
+                let mut heap: std::collections::BinaryHeap<(i64, std::cmp::Reverse<usize>)> =
+                    candidates
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| (self.static_key(p, c.node), std::cmp::Reverse(i)))
+                        .collect();
+                while let Some((_, std::cmp::Reverse(i))) = heap.pop() {
+                    let c = &candidates[i];
+                    allocator_calls += usize::from(c.needs_allocator);
+                    match self.run_allocator(attempt, c, steps) {
+                        Err(e) => return Decision::Error(e),
+                        Ok(Err(message)) => {
+                            let r = Rejected {
+                                node: c.node,
+                                variant: c.variant,
+                                why: Rejection::Allocator(message),
+                            };
+                            refused.push(r);
+                            rejected.push(r);
+                        }
+                        Ok(Ok(results)) => {
+                            let score =
+                                combine(&[self.raw_score(p, attempt, c.node, &results)]).remove(0);
+                            return Decision::Scheduled {
+                                feasible: Feasible {
+                                    node: c.node,
+                                    variant: c.variant,
+                                    results,
+                                },
+                                placement: Box::new(Placement {
+                                    score: Some(score),
+                                    runner_up: None,
+                                    feasible_nodes: None,
+                                    allocator_calls,
+                                    passed_over: Vec::new(),
+                                }),
+                                passed_over: refused,
+                            };
+                        }
+                    }
+                }
+            } else {
+                for c in &candidates {
+                    allocator_calls += usize::from(c.needs_allocator);
+                    match self.run_allocator(attempt, c, steps) {
+                        Err(e) => return Decision::Error(e),
+                        Ok(Err(message)) => {
+                            let r = Rejected {
+                                node: c.node,
+                                variant: c.variant,
+                                why: Rejection::Allocator(message),
+                            };
+                            refused.push(r);
+                            rejected.push(r);
+                        }
+                        Ok(Ok(results)) => feasible.push(Feasible {
+                            node: c.node,
+                            variant: c.variant,
+                            results,
+                        }),
+                    }
+                }
+            }
+        }
+        if feasible.is_empty() {
+            return Decision::Pending {
+                rejected,
+                unavailable,
+            };
+        }
+        let feasible_count = feasible.len();
+        // kube-scheduler skips scoring for a single feasible node; the score is still shown.
+        let (winner, score, runner_up) = if self.options.node_pick == NodePick::FirstFeasible {
+            (0, None, None)
+        } else {
+            let raw: Vec<RawScore> = feasible
+                .iter()
+                .map(|f| self.raw_score(p, attempt, f.node, &f.results))
+                .collect();
+            let scores = combine(&raw);
+            let best = select_host(&scores).unwrap_or(0);
+            let mut rest: Vec<NodeScore> = scores
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i != best)
+                .map(|(_, s)| s.clone())
+                .collect();
+            let runner = select_host(&rest).map(|i| rest.swap_remove(i));
+            (best, Some(scores[best].clone()), runner)
+        };
+        let chosen = feasible.swap_remove(winner);
+        let passed_over = if self.options.node_pick == NodePick::FirstFeasible {
+            refused
+        } else {
+            // Rank by the resource scores, as the best-score-first search does.
+            let winner_key = (
+                self.static_key(p, chosen.node),
+                std::cmp::Reverse(self.rank[chosen.node.0 as usize]),
+            );
+            refused
+                .into_iter()
+                .filter(|r| {
+                    (
+                        self.static_key(p, r.node),
+                        std::cmp::Reverse(self.rank[r.node.0 as usize]),
+                    ) > winner_key
+                })
+                .collect()
+        };
+        Decision::Scheduled {
+            feasible: chosen,
+            placement: Box::new(Placement {
+                score,
+                runner_up,
+                feasible_nodes: Some(feasible_count),
+                allocator_calls,
+                passed_over: Vec::new(),
+            }),
+            passed_over,
+        }
+    }
+
+    fn schedule(&mut self, p: usize) {
+        let mut steps = 0u64;
+        // PostFilter may deallocate one idle pinned claim per attempt; the pod is retried.
+        for _ in 0..8 {
+            let mut attempt = match self.prepare(p) {
+                Ok(a) => a,
+                Err((state, message)) => {
+                    let total = self.order.len();
+                    let entry = &mut self.pods[p];
+                    entry.result.status = state;
+                    if state == PodState::Error {
+                        entry.result.error = Some(message.clone());
+                        entry.result.reason = Some(message);
+                    } else {
+                        let text = format!("0/{total} nodes are available: {message}.");
+                        entry.result.reason = Some(text.clone());
+                        entry.result.diagnosis = Some(Diagnosis {
+                            message: text,
+                            nodes: Vec::new(),
+                            nodes_not_shown: 0,
+                            hints: Vec::new(),
+                        });
+                    }
+                    entry.result.steps = steps;
+                    return;
+                }
+            };
+            match self.decide(p, &mut attempt, &mut steps) {
+                Decision::Error(message) => {
+                    let entry = &mut self.pods[p];
+                    entry.result.status = PodState::Error;
+                    entry.result.error = Some(message.clone());
+                    entry.result.reason = Some(message);
+                }
+                Decision::Scheduled {
+                    feasible,
+                    mut placement,
+                    passed_over,
+                } => {
+                    if !passed_over.is_empty() {
+                        let quiet = ExplainOptions {
+                            max_nodes: 3,
+                            release_hints: false,
+                        };
+                        let shown = &passed_over[..passed_over.len().min(3)];
+                        placement.passed_over = self.diagnose(p, &attempt, shown, quiet).nodes;
+                    }
+                    if let Err(message) = self.bind(p, &attempt, feasible, *placement) {
+                        let entry = &mut self.pods[p];
+                        entry.result.status = PodState::Error;
+                        entry.result.error = Some(message.clone());
+                        entry.result.reason = Some(message);
+                    }
+                }
+                Decision::Pending {
+                    rejected,
+                    unavailable,
+                } => {
+                    if let Some(key) = self.post_filter(p, &attempt, &unavailable) {
+                        self.pods[p].result.notes.push(format!(
+                            "the scheduler deallocated claim {}/{} (allocated for a node where the pod does not fit, reserved by no other pod) and retried",
+                            key.0, key.1
+                        ));
+                        continue;
+                    }
+                    self.pending(p, &attempt, &rejected);
+                }
+            }
+            self.record_claims(p, &attempt.claims);
+            self.pods[p].result.steps = steps;
+            return;
+        }
+        self.pods[p].result.reason =
+            Some("still not schedulable after deallocating its claims".to_string());
+        self.pods[p].result.steps = steps;
+    }
+
+    fn record_claims(&mut self, p: usize, claims: &[PodClaim]) {
+        let entry = &mut self.pods[p];
+        for c in claims {
+            entry
+                .result
+                .claims
+                .insert(c.pod_claim_name.clone(), c.claim_name.clone());
+        }
+    }
+
+    /// PostFilter: deallocate the first pinned claim that was unavailable on some node and that
+    /// nobody else reserves (upstream picks one at random).
+    fn post_filter(
+        &mut self,
+        p: usize,
+        attempt: &Attempt,
+        unavailable: &BTreeSet<usize>,
+    ) -> Option<ClaimKey> {
+        let uid = self.pods[p].uid.clone();
+        for &i in unavailable {
+            let key = attempt.pinned.get(i)?.0.clone();
+            let reserved = self.claims.reserved_for(&key.0, &key.1);
+            if reserved.is_empty() || (reserved.len() == 1 && reserved[0].uid == uid) {
+                let name = self.pods[p].name.clone();
+                self.claims.unreserve(&key.0, &key.1, &name, &uid);
+                if let Some(allocation) = self.claims.clear_allocation(&key.0, &key.1) {
+                    let _ = self.devices.remove_claim(&self.index, &key, &allocation);
+                }
+                return Some(key);
+            }
+        }
+        None
+    }
+
+    /// Writes out what a rejection means, in the current state.
+    fn failures_of(&self, p: usize, rejected: &Rejected) -> Vec<FitFailure> {
+        match rejected.why {
+            Rejection::Fit => node_fit_failures(
+                &self.pods[p].facts,
+                &self.nodes[rejected.node.0 as usize],
+                &self.mapping,
+            ),
+            Rejection::Devices => {
+                let mut failure = dra_failure("cannot allocate all claims");
+                failure.detail =
+                    Some("fewer free matching devices on the node than requested".to_string());
+                vec![failure]
+            }
+            Rejection::Unavailable => vec![dra_failure("resourceclaim not available on the node")],
+            Rejection::Allocator(message) => vec![dra_failure(message)],
+        }
+    }
+
+    /// The diagnosis of rejected nodes in the current state.
+    fn diagnose(
+        &self,
+        p: usize,
+        attempt: &Attempt,
+        rejected: &[Rejected],
+        explain: ExplainOptions,
+    ) -> Diagnosis {
+        let live = || self.pods.iter().filter(|e| !e.deleted);
+        let pod_ref = |e: &PodEntry<'_>| PodRef {
+            pod: e.result.pod.clone(),
+            priority: e.result.priority,
+        };
+        let pods_by_uid: HashMap<String, PodRef> =
+            live().map(|e| (e.uid.clone(), pod_ref(e))).collect();
+        let pods_by_name: HashMap<(String, String), PodRef> = live()
+            .map(|e| ((e.namespace.clone(), e.name.clone()), pod_ref(e)))
+            .collect();
+        let mut pod_claims: Vec<ClaimKey> =
+            attempt.to_allocate.iter().map(|(k, _)| k.clone()).collect();
+        pod_claims.extend(attempt.pinned.iter().map(|(k, _)| k.clone()));
+        let claim_sets: Vec<Vec<(String, PreparedClaim)>> = (0..attempt.variants.len())
+            .map(|v| self.named_claims(p, attempt, v))
+            .collect();
+        let verdicts: Vec<NodeVerdict> = rejected
+            .iter()
+            .map(|r| NodeVerdict {
+                node: r.node,
+                failures: self.failures_of(p, r),
+                claim_set: r.variant,
+            })
+            .collect();
+        let context = ExplainContext {
+            index: &self.index,
+            devices: &self.devices,
+            claims: &self.claims,
+            pods_by_uid: &pods_by_uid,
+            pods_by_name: &pods_by_name,
+            node_names: &self.node_names,
+            pod: pod_ref(&self.pods[p]),
+            pod_claims: &pod_claims,
+            claim_sets: &claim_sets,
+            max_nodes: explain.max_nodes,
+            release_hints: explain.release_hints,
+        };
+        context.diagnose(self.order.len(), &verdicts, None)
+    }
+
+    fn pending(&mut self, p: usize, attempt: &Attempt, rejected: &[Rejected]) {
+        let diagnosis = self.diagnose(p, attempt, rejected, self.options.explain);
+        let mut reason = diagnosis.message.clone();
+        if let Some(hint) = diagnosis
+            .nodes
+            .iter()
+            .filter_map(|n| n.would_fit_if_released.as_ref())
+            .find(|h| h.lower_priority_only)
+        {
+            let pods: BTreeSet<String> = hint
+                .claims
+                .iter()
+                .flat_map(|c| c.pods.iter().map(|p| format!("{} ({})", p.pod, p.priority)))
+                .collect();
+            reason.push_str(&format!(
+                " The devices it needs on {} are held by lower-priority pods {}; the scheduler does not preempt pods for DRA devices.",
+                hint.node,
+                pods.into_iter().collect::<Vec<_>>().join(", ")
+            ));
+        } else if diagnosis.nodes.iter().any(|n| {
+            n.failures
+                .first()
+                .is_some_and(|f| f.plugin == "NodeResourcesFit")
+        }) && self.pods.iter().any(|e| {
+            e.result.status == PodState::Running && e.result.priority < self.pods[p].result.priority
+        }) {
+            reason.push_str(" (kube-scheduler may preempt lower-priority pods for cpu, memory or pods; preemption is not simulated)");
+        }
+        let entry = &mut self.pods[p];
+        entry.result.status = PodState::Unschedulable;
+        entry.result.reason = Some(reason);
+        entry.result.diagnosis = Some(diagnosis);
+    }
+
+    /// Reserve and PreBind: write allocations, reservations and the pod's node and status.
+    fn bind(
+        &mut self,
+        p: usize,
+        attempt: &Attempt,
+        feasible: Feasible,
+        placement: Placement,
+    ) -> Result<(), String> {
+        let namespace = self.pods[p].namespace.clone();
+        let pod_name = self.pods[p].name.clone();
+        let uid = self.pods[p].uid.clone();
+        let special = attempt.variants[feasible.variant].special.as_ref();
+        let special_name = self.special_claim_name(p);
+        // The API server limits reservedFor; PreBind fails (and the attempt with it).
+        let mut touched: Vec<&ClaimKey> = attempt.pinned.iter().map(|(k, _)| k).collect();
+        touched.extend(attempt.to_allocate.iter().map(|(k, _)| k));
+        for key in touched {
+            let reserved = self.claims.reserved_for(&key.0, &key.1);
+            if !reserved.iter().any(|r| r.uid == uid) && reserved.len() + 1 > RESERVED_FOR_MAX {
+                return Err(format!(
+                    "add reservation to claim {}/{}: ResourceClaim.resource.k8s.io \"{}\" is invalid: status.reservedFor: Too many: {}: must have at most {RESERVED_FOR_MAX} items",
+                    key.0,
+                    key.1,
+                    key.1,
+                    reserved.len() + 1
+                ));
+            }
+        }
+        let mut results = feasible.results.into_iter();
+        let mut allocations = BTreeMap::new();
+        for (key, _) in &attempt.to_allocate {
+            let Some(allocation) = results.next() else {
+                break;
+            };
+            self.devices
+                .add_claim(&self.index, key, &allocation)
+                .map_err(|e| e.to_string())?;
+            self.claims
+                .set_allocation(&key.0, &key.1, allocation.clone());
+            self.claims.reserve(&key.0, &key.1, &pod_name, &uid);
+            allocations.insert(key.1.clone(), allocation);
+        }
+        for (key, _) in &attempt.pinned {
+            self.claims.reserve(&key.0, &key.1, &pod_name, &uid);
+        }
+        let mut extended_status = None;
+        if let Some(variant) = special
+            && let Some(allocation) = results.next()
+        {
+            let key = (namespace.clone(), special_name.clone());
+            let mut object = self.special_claim_object(p, &variant.plan);
+            object.status = Some(ResourceClaimStatus {
+                allocation: Some(allocation.clone()),
+                ..ResourceClaimStatus::default()
+            });
+            self.claims.insert_generated(object);
+            self.claims.reserve(&key.0, &key.1, &pod_name, &uid);
+            self.devices
+                .add_claim(&self.index, &key, &allocation)
+                .map_err(|e| e.to_string())?;
+            allocations.insert(special_name.clone(), allocation);
+            extended_status = Some(PodExtendedResourceClaimStatus {
+                request_mappings: variant.plan.mappings.clone(),
+                resource_claim_name: special_name.clone(),
+            });
+        }
+        let node_name = self.node_names[feasible.node.0 as usize].clone();
+        let facts = self.pods[p].facts.clone();
+        self.nodes[feasible.node.0 as usize].add_pod(&facts);
+        let entry = &mut self.pods[p];
+        entry
+            .object
+            .spec
+            .get_or_insert_with(Default::default)
+            .node_name = Some(node_name.clone());
+        let status = entry.object.status.get_or_insert_with(PodStatus::default);
+        let template_claims: Vec<PodResourceClaimStatus> = attempt
+            .claims
+            .iter()
+            .filter(|c| c.from_template)
+            .map(|c| PodResourceClaimStatus {
+                name: c.pod_claim_name.clone(),
+                resource_claim_name: Some(c.claim_name.clone()),
+            })
+            .collect();
+        if !template_claims.is_empty() {
+            status.resource_claim_statuses = Some(template_claims);
+        }
+        if let Some(s) = &extended_status {
+            status.extended_resource_claim_status = Some(s.clone());
+        }
+        entry.result.status = PodState::Scheduled;
+        entry.result.node = Some(node_name);
+        entry.result.allocations = allocations;
+        entry.result.extended_resource_claim_status = extended_status;
+        for resource in attempt.extended.keys() {
+            let served = if attempt.variants[feasible.variant]
+                .resources
+                .contains(resource)
+            {
+                "DRA"
+            } else {
+                "device plugin"
+            };
+            entry
+                .result
+                .extended_resources
+                .insert(resource.clone(), served.to_string());
+        }
+        entry.result.placement = Some(placement);
+        Ok(())
+    }
+
+    fn finish(self) -> Simulation {
+        let mut summary = Summary {
+            pods: self.pods.len(),
+            ..Summary::default()
+        };
+        for entry in &self.pods {
+            match entry.result.status {
+                PodState::Scheduled => summary.scheduled += 1,
+                PodState::Unschedulable => summary.unschedulable += 1,
+                PodState::Error => summary.error += 1,
+                PodState::Running => summary.running += 1,
+                PodState::Evicted => summary.evicted += 1,
+                PodState::Skipped => summary.skipped += 1,
+            }
+        }
+        let mappings = self
+            .input
+            .classes
+            .iter()
+            .filter_map(|c| {
+                c.spec
+                    .as_ref()
+                    .and_then(|s| s.extended_resource_name.clone())
+            })
+            .collect::<BTreeSet<String>>()
+            .into_iter()
+            .filter_map(|name| {
+                self.mapping
+                    .class_for(&name)
+                    .map(|class| ExtendedResourceEntry {
+                        resource_name: name.clone(),
+                        device_class: class.to_string(),
+                    })
+            })
+            .collect();
+        let steps = self.pods.iter().map(|e| e.result.steps).sum();
+        let tainted_devices = TaintView::new(&self.input.slices, &self.input.taint_rules)
+            .tainted_devices()
+            .into_iter()
+            .map(|((driver, pool, device), taints)| {
+                let holders = self
+                    .index
+                    .device_key(&driver, &pool, &device)
+                    .map(|key| self.devices.holders(key).to_vec())
+                    .unwrap_or_default();
+                TaintedDevice {
+                    device: format!("{driver}/{pool}/{device}"),
+                    taints,
+                    allocated_to: holders.iter().map(|(ns, n)| format!("{ns}/{n}")).collect(),
+                }
+            })
+            .collect();
+        Simulation {
+            node_pick: self.options.node_pick.name(),
+            results: self.pods.iter().map(|e| e.result.clone()).collect(),
+            evictions: self.evictions,
+            would_evict: self.would_evict,
+            tainted_devices,
+            extended_resources: ExtendedResources {
+                mappings,
+                duplicates: self.mapping.duplicates().to_vec(),
+            },
+            notes: self.notes,
+            summary,
+            steps,
+            pods: self
+                .pods
+                .iter()
+                .map(|e| (!e.deleted).then(|| e.object.clone()))
+                .collect(),
+            claims: self.claims.all().cloned().collect(),
+        }
+    }
+}
+
+/// The DRA plugin's raw score: Σ over the allocated `firstAvailable` subrequests of
+/// `8 - index`, over the claims allocated for the pod on the node (the special claim has no
+/// subrequests).
+fn dra_score(attempt: &Attempt, results: &[AllocationResult]) -> i64 {
+    let mut score = 0;
+    for ((_, claim), result) in attempt.to_allocate.iter().zip(results) {
+        let allocated: BTreeSet<&str> = result
+            .devices
+            .iter()
+            .flat_map(|d| d.results.iter().flatten())
+            .map(|r| r.request.as_str())
+            .filter(|r| r.contains('/'))
+            .collect();
+        for request in &claim.requests {
+            if let RequestBody::FirstAvailable(subs) = &request.body {
+                for (i, sub) in subs.iter().enumerate() {
+                    if allocated.contains(format!("{}/{}", request.name, sub.name).as_str()) {
+                        score += FIRST_AVAILABLE_MAX_SIZE - i as i64;
+                    }
+                }
+            }
+        }
+    }
+    score
+}
+
+/// `numFeasibleNodesToFind(percentageOfNodesToScore, numAllNodes)`; `percentage` 0 is the
+/// adaptive default.
+pub fn num_feasible_nodes_to_find(percentage: usize, total: usize) -> usize {
+    if total < MIN_FEASIBLE_NODES_TO_FIND {
+        return total;
+    }
+    let mut percentage = percentage;
+    if percentage == 0 {
+        percentage = 50usize
+            .saturating_sub(total / 125)
+            .max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+    }
+    let found = total * percentage / 100;
+    found.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn feasible_nodes_to_find() {
+        assert_eq!(num_feasible_nodes_to_find(0, 50), 50);
+        assert_eq!(num_feasible_nodes_to_find(0, 100), 100);
+        assert_eq!(num_feasible_nodes_to_find(0, 500), 230);
+        assert_eq!(num_feasible_nodes_to_find(0, 1000), 420);
+        assert_eq!(num_feasible_nodes_to_find(0, 5000), 500);
+        assert_eq!(num_feasible_nodes_to_find(0, 10_000), 500);
+        assert_eq!(num_feasible_nodes_to_find(10, 500), 100);
+        assert_eq!(num_feasible_nodes_to_find(100, 500), 500);
+    }
+}
