@@ -21,14 +21,16 @@ mod props;
 
 use std::collections::BTreeMap;
 
-use dra_alloc::{AllocatedState, Index, IndexInput, IndexOptions, Outcome, PreparedClaim, allocate};
+use dra_alloc::{
+    AllocatedState, Index, IndexInput, IndexOptions, Outcome, PreparedClaim, allocate,
+};
 use k8s_openapi::api::resource::v1::AllocationResult;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
 use props::brute::{self, Expected, ExpectedResult};
 use props::generate::{GenOptions, Scenario, generate};
-use props::oracle::{Ledger, Selectors, check_ledger, check_success};
+use props::oracle::{Ledger, LedgerEntry, Selectors, check_ledger, check_success};
 
 fn config(default_cases: u32) -> Config {
     let mut config = Config {
@@ -69,7 +71,11 @@ impl Tally {
 
     fn record_results(&mut self, allocations: &[AllocationResult]) {
         for a in allocations {
-            let results = a.devices.as_ref().and_then(|d| d.results.as_deref()).unwrap_or_default();
+            let results = a
+                .devices
+                .as_ref()
+                .and_then(|d| d.results.as_deref())
+                .unwrap_or_default();
             for r in results {
                 self.see("device");
                 if r.admin_access == Some(true) {
@@ -149,7 +155,9 @@ fn same_as_brute(expected: &Expected, outcome: &Outcome) -> Result<(), String> {
     if &actual == expected {
         Ok(())
     } else {
-        Err(format!("brute force expects {expected:?}\n  allocator returned {actual:?}"))
+        Err(format!(
+            "brute force expects {expected:?}\n  allocator returned {actual:?}"
+        ))
     }
 }
 
@@ -160,7 +168,12 @@ fn run(scenario: &Scenario, tally: &mut Tally) -> Result<(), String> {
     let mut ledger = Ledger::default();
     let mut selectors = Selectors::default();
     for (s, step) in scenario.steps.iter().enumerate() {
-        let fail = |message: String| format!("step {s} (node-{}, claims {:?}): {message}", step.node, step.claims);
+        let fail = |message: String| {
+            format!(
+                "step {s} (node-{}, claims {:?}): {message}",
+                step.node, step.claims
+            )
+        };
         let node = &scenario.nodes[step.node];
         let node_name = node.metadata.name.as_deref().unwrap_or_default();
         let node_id = index.node(node_name).expect("node indexed");
@@ -176,12 +189,16 @@ fn run(scenario: &Scenario, tally: &mut Tally) -> Result<(), String> {
         // state rebuilt from everything allocated so far.
         let (again, again_stats) = allocate(&index, &state, node_id, &refs);
         if again != outcome || again_stats != stats {
-            return Err(fail(format!("second call differs:\n  {outcome:?} {stats:?}\n  {again:?} {again_stats:?}")));
+            return Err(fail(format!(
+                "second call differs:\n  {outcome:?} {stats:?}\n  {again:?} {again_stats:?}"
+            )));
         }
         let fresh_index = build_index(scenario);
         let mut fresh_state = AllocatedState::new(&fresh_index);
-        for (_, allocation) in &ledger.entries {
-            fresh_state.add(&fresh_index, allocation).map_err(|e| fail(e.to_string()))?;
+        for allocation in ledger.allocations() {
+            fresh_state
+                .add(&fresh_index, allocation)
+                .map_err(|e| fail(e.to_string()))?;
         }
         let fresh_prepared: Vec<PreparedClaim> = step
             .claims
@@ -205,16 +222,38 @@ fn run(scenario: &Scenario, tally: &mut Tally) -> Result<(), String> {
         match &outcome {
             Outcome::Allocated(allocations) => {
                 tally.allocated += 1;
+                if scenario.options.tiny {
+                    tally.see("tiny-allocated");
+                }
                 tally.record_results(allocations);
-                check_success(scenario, &mut selectors, node, &step.claims, allocations, &ledger).map_err(fail)?;
-                for (claim, allocation) in step.claims.iter().zip(allocations) {
-                    state.add(&index, allocation).map_err(|e| fail(e.to_string()))?;
-                    ledger.entries.push((*claim, allocation.clone()));
+                let devices = check_success(
+                    scenario,
+                    &mut selectors,
+                    node,
+                    &step.claims,
+                    allocations,
+                    &ledger,
+                )
+                .map_err(fail)?;
+                for ((claim, allocation), devices) in
+                    step.claims.iter().zip(allocations).zip(devices)
+                {
+                    state
+                        .add(&index, allocation)
+                        .map_err(|e| fail(e.to_string()))?;
+                    ledger.entries.push(LedgerEntry {
+                        claim: *claim,
+                        allocation: allocation.clone(),
+                        devices,
+                    });
                 }
                 check_ledger(scenario, &ledger).map_err(fail)?;
             }
             Outcome::Unsatisfiable(u) => {
                 tally.unsatisfiable += 1;
+                if scenario.options.tiny {
+                    tally.see("tiny-unsatisfiable");
+                }
                 if u.invalid_pools {
                     tally.invalid_pools += 1;
                 }
@@ -222,8 +261,13 @@ fn run(scenario: &Scenario, tally: &mut Tally) -> Result<(), String> {
             Outcome::Fatal(e) => {
                 tally.fatal += 1;
                 // The generator only produces inputs whose fatal errors come from `All`
-                // requests: incomplete or invalid pools, or a constraint they violate.
-                let known = ["asks for all devices", "cannot add device"];
+                // requests: incomplete or invalid pools, a constraint they violate, or more
+                // than 32 devices.
+                let known = [
+                    "asks for all devices",
+                    "cannot add device",
+                    "exceeds the claim limit of 32",
+                ];
                 if !known.iter().any(|k| e.message.contains(k)) {
                     return Err(fail(format!("unexpected fatal error: {}", e.message)));
                 }
@@ -236,11 +280,12 @@ fn run(scenario: &Scenario, tally: &mut Tally) -> Result<(), String> {
 fn check_seed(seed: u64, options: GenOptions) -> Result<(), TestCaseError> {
     let scenario = generate(seed, options);
     let mut tally = Tally::default();
-    run(&scenario, &mut tally).map_err(|e| TestCaseError::fail(format!("seed {seed}: {e}{}", dump(&scenario))))
+    run(&scenario, &mut tally)
+        .map_err(|e| TestCaseError::fail(format!("seed {seed}: {e}{}", dump(&scenario))))
 }
 
 proptest! {
-    #![proptest_config(config(96))]
+    #![proptest_config(config(256))]
 
     /// Invariants and determinism on small clusters.
     #[test]
@@ -250,7 +295,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(config(96))]
+    #![proptest_config(config(256))]
 
     /// Tiny clusters: the allocator's outcome is the brute-force allocator's.
     #[test]
@@ -264,7 +309,7 @@ proptest! {
 #[test]
 fn generated_scenarios_cover_the_features() {
     let mut tally = Tally::default();
-    for seed in 0..300u64 {
+    for seed in 0..150u64 {
         for tiny in [false, true] {
             let scenario = generate(seed, GenOptions { tiny });
             if let Err(e) = run(&scenario, &mut tally) {
@@ -273,11 +318,13 @@ fn generated_scenarios_cover_the_features() {
         }
     }
     let summary = format!("{tally:?}");
-    assert!(tally.allocated > 300, "{summary}");
+    assert!(tally.allocated > 150, "{summary}");
     assert!(tally.unsatisfiable > 50, "{summary}");
     assert!(tally.invalid_pools > 0, "{summary}");
     assert!(tally.fatal > 0, "{summary}");
     for feature in [
+        "tiny-allocated",
+        "tiny-unsatisfiable",
         "admin",
         "shared",
         "subrequest",
@@ -288,6 +335,9 @@ fn generated_scenarios_cover_the_features() {
         "no-node-selector",
         "label-node-selector",
     ] {
-        assert!(tally.seen.get(feature).copied().unwrap_or(0) > 0, "{feature} never allocated: {summary}");
+        assert!(
+            tally.seen.get(feature).copied().unwrap_or(0) > 0,
+            "{feature} never allocated: {summary}"
+        );
     }
 }

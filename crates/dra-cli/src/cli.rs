@@ -180,7 +180,14 @@ pub struct BenchArgs {
     /// Small sizes, for a smoke test.
     #[arg(long)]
     pub quick: bool,
+    /// Size of every suite run (overrides the suite's own size).
+    #[arg(long)]
+    pub size: Option<u32>,
     /// List the suites.
     #[arg(long)]
     pub list: bool,
+    /// Run one suite in this process and print its figures as JSON (used internally, so each
+    /// suite's peak memory is its own).
+    #[arg(long, hide = true)]
+    pub run_suite: Option<String>,
 }

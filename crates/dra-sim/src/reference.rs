@@ -40,6 +40,7 @@ pub fn run_first_fit(input: &SimInput<'_>) -> Result<Report, SimError> {
         report.results.push(outcome);
     }
     report.steps = report.results.iter().map(|r| r.steps).sum();
+    report.allocate_calls = report.results.iter().map(|r| r.allocate_calls).sum();
     Ok(report)
 }
 
@@ -110,6 +111,7 @@ fn schedule_pod(
         }
         let (result, stats) = allocate(index, state, node, &prepared_refs);
         outcome.steps += stats.steps;
+        outcome.allocate_calls += 1;
         match result {
             Outcome::Allocated(results) => {
                 outcome.status = PodStatus::Scheduled;

@@ -33,6 +33,8 @@ pub struct PodOutcome {
     pub reason: Option<String>,
     /// Allocator search steps spent on this pod.
     pub steps: u64,
+    /// `Allocate` calls made for this pod (one per node tried).
+    pub allocate_calls: u64,
 }
 
 impl PodOutcome {
@@ -45,6 +47,7 @@ impl PodOutcome {
             error: None,
             reason: None,
             steps: 0,
+            allocate_calls: 0,
         }
     }
 }
@@ -55,6 +58,8 @@ pub struct Report {
     pub results: Vec<PodOutcome>,
     /// Allocator search steps in total.
     pub steps: u64,
+    /// `Allocate` calls in total.
+    pub allocate_calls: u64,
 }
 
 /// What happened to a pod in the full scheduler model.

@@ -36,7 +36,9 @@ pub struct ExpectedResult {
 pub enum Expected {
     /// `All` requested while some pool of the node is incomplete or invalid.
     Fatal,
-    Unsatisfiable { invalid_pools: bool },
+    Unsatisfiable {
+        invalid_pools: bool,
+    },
     Allocated(Vec<Vec<ExpectedResult>>),
 }
 
@@ -124,9 +126,8 @@ pub fn allocate(
     }
 
     let committed: BTreeSet<(String, String, String)> = ledger
-        .entries
-        .iter()
-        .flat_map(|(_, a)| a.devices.iter().flat_map(|d| d.results.iter().flatten()))
+        .allocations()
+        .flat_map(|a| a.devices.iter().flat_map(|d| d.results.iter().flatten()))
         .filter(|r| r.admin_access != Some(true) && r.share_id.is_none())
         .map(|r| (r.driver.clone(), r.pool.clone(), r.device.clone()))
         .collect();
@@ -176,7 +177,11 @@ fn search<'a>(
 }
 
 /// Every rule that depends on more than one device, on a set of picks in pick order.
-fn valid(picks: &[Pick<'_>], committed: &BTreeSet<(String, String, String)>, claims: &[&ResourceClaim]) -> bool {
+fn valid(
+    picks: &[Pick<'_>],
+    committed: &BTreeSet<(String, String, String)>,
+    claims: &[&ResourceClaim],
+) -> bool {
     for (i, p) in picks.iter().enumerate() {
         if taint_blocks(p.device.device, &p.view.tolerations) {
             return false;
@@ -185,7 +190,10 @@ fn valid(picks: &[Pick<'_>], committed: &BTreeSet<(String, String, String)>, cla
             continue;
         }
         let triple = p.device.triple();
-        let earlier: Vec<&Pick<'_>> = picks[..i].iter().filter(|q| q.device.triple() == triple).collect();
+        let earlier: Vec<&Pick<'_>> = picks[..i]
+            .iter()
+            .filter(|q| q.device.triple() == triple)
+            .collect();
         if earlier.iter().any(|q| q.claim == p.claim) {
             return false;
         }
@@ -202,17 +210,20 @@ fn valid(picks: &[Pick<'_>], committed: &BTreeSet<(String, String, String)>, cla
             .unwrap_or_default();
         for constraint in constraints {
             let listed = constraint.requests.clone().unwrap_or_default();
-            let (attribute, distinct) = match (&constraint.match_attribute, &constraint.distinct_attribute) {
-                (Some(a), _) => (a, false),
-                (None, Some(a)) => (a, true),
-                (None, None) => continue,
-            };
+            let (attribute, distinct) =
+                match (&constraint.match_attribute, &constraint.distinct_attribute) {
+                    (Some(a), _) => (a, false),
+                    (None, Some(a)) => (a, true),
+                    (None, None) => continue,
+                };
             let mut values = Vec::new();
             for p in picks.iter().filter(|p| p.claim == c) {
                 if !constraint_applies(&listed, &p.view.base, p.view.sub.as_deref()) {
                     continue;
                 }
-                match lookup_attribute(p.device.device, p.device.driver(), attribute).and_then(scalar) {
+                match lookup_attribute(p.device.device, p.device.driver(), attribute)
+                    .and_then(scalar)
+                {
                     Some(v) => values.push(v),
                     None => return false,
                 }

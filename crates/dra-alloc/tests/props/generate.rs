@@ -93,10 +93,16 @@ const CLASSES: &[(&str, &[&str], bool)] = &[
     ("any", &[], false),
     (
         "big",
-        &["device.driver == \"gpu.example.com\" && device.attributes[\"gpu.example.com\"].mem >= 40"],
+        &[
+            "device.driver == \"gpu.example.com\" && device.attributes[\"gpu.example.com\"].mem >= 40",
+        ],
         false,
     ),
-    ("healthy", &["device.attributes[device.driver].healthy"], false),
+    (
+        "healthy",
+        &["device.attributes[device.driver].healthy"],
+        false,
+    ),
     ("gpu-cfg", &["device.driver == \"gpu.example.com\""], true),
     ("nic-cfg", &["device.driver == \"nic.example.com\""], true),
 ];
@@ -147,20 +153,27 @@ struct Generator {
     node_labels: Vec<Map<String, Value>>,
     slices: Vec<Value>,
     slice_names: Vec<String>,
+    /// (driver, pool name) of the pools generated so far: each pool is generated once.
+    pools: Vec<(&'static str, String)>,
     devices_left: usize,
 }
 
 impl Generator {
     fn unique_slice_name(&mut self, base: &str) -> String {
         const WORDS: &[&str] = &["a", "b", "c", "m", "x", "z", "10", "9"];
-        loop {
+        for attempt in 0.. {
             let word = *self.rng.pick(WORDS);
-            let name = format!("{base}-{word}");
+            let name = if attempt < 8 {
+                format!("{base}-{word}")
+            } else {
+                format!("{base}-{word}{attempt}")
+            };
             if !self.slice_names.contains(&name) {
                 self.slice_names.push(name.clone());
                 return name;
             }
         }
+        unreachable!("some name is free")
     }
 
     fn node_selector(&mut self) -> Value {
@@ -192,7 +205,10 @@ impl Generator {
             "model".into(),
             json!({"string": *self.rng.pick(&["a100", "h100", "l4"])}),
         );
-        attrs.insert("mem".into(), json!({"int": *self.rng.pick(&[8, 16, 40, 80])}));
+        attrs.insert(
+            "mem".into(),
+            json!({"int": *self.rng.pick(&[8, 16, 40, 80])}),
+        );
         attrs.insert("healthy".into(), json!({"bool": self.rng.chance(75)}));
         attrs.insert(
             "driverVersion".into(),
@@ -245,7 +261,9 @@ impl Generator {
             0 => None,
             1 => Some(json!({"default": "1G"})),
             2 => Some(json!({"default": "1G", "validValues": ["1G", "2G", "5G"]})),
-            3 => Some(json!({"default": "1G", "validRange": {"min": "1G", "max": "8G", "step": "1G"}})),
+            3 => Some(
+                json!({"default": "1G", "validRange": {"min": "1G", "max": "8G", "step": "1G"}}),
+            ),
             _ => Some(json!({"default": "500M", "validRange": {"min": "500M", "step": "250M"}})),
         };
         let mut bandwidth = json!({"value": "10G"});
@@ -275,7 +293,7 @@ impl Generator {
         let mut name = format!("{prefix}-{}", pool.next_device);
         pool.next_device += 1;
         // Rarely a duplicate name: the pool becomes invalid.
-        if !pool.device_names.is_empty() && self.rng.chance(3) {
+        if !pool.device_names.is_empty() && self.rng.chance(2) {
             name = self.rng.pick(&pool.device_names).clone();
         }
         pool.device_names.push(name.clone());
@@ -341,19 +359,19 @@ impl Generator {
         })
     }
 
-    /// Generates one pool (all its slices) and appends them.
-    fn pool(&mut self, index: usize) {
+    /// Generates one pool (all its slices) and appends them. `kind`: 0 node-local (on
+    /// `local_node`), 1 nodeSelector, 2 allNodes, 3 per-device node selection.
+    fn pool(&mut self, index: usize, driver: &'static str, kind: usize, local_node: usize) {
         let tiny = self.options.tiny;
-        let driver = if self.rng.chance(55) { GPU } else { NIC };
-        // 0 node-local, 1 nodeSelector, 2 allNodes, 3 per-device.
-        let kind = self.rng.below(4);
-        let local_node = self.rng.below(self.num_nodes);
         let name = match kind {
-            0 if self.rng.chance(70) => node_name(local_node),
+            0 if self.rng.chance(70) && !self.pools.contains(&(driver, node_name(local_node))) => {
+                node_name(local_node)
+            }
             0 => format!("local-{index}"),
             1 | 2 => format!("net-{index}"),
             _ => format!("fabric-{index}"),
         };
+        self.pools.push((driver, name.clone()));
         let mut pool = PoolGen {
             driver,
             name,
@@ -369,13 +387,23 @@ impl Generator {
         let per_device = kind == 3;
         let with_counters = !tiny && driver == GPU && self.rng.chance(35);
         let counter_sets: Vec<String> = if with_counters {
-            (0..self.rng.range(1, 2)).map(|i| format!("cs-{i}")).collect()
+            (0..self.rng.range(1, 2))
+                .map(|i| format!("cs-{i}"))
+                .collect()
         } else {
             Vec::new()
         };
-        let num_device_slices = if tiny { self.rng.range(1, 2) } else { self.rng.range(1, 3) };
+        let num_device_slices = if tiny {
+            self.rng.range(1, 2)
+        } else {
+            self.rng.range(1, 3)
+        };
         let single_generation = with_counters;
-        let generation = if single_generation { 0 } else { self.rng.range(0, 2) as i64 };
+        let generation = if single_generation {
+            0
+        } else {
+            self.rng.range(0, 2) as i64
+        };
         let total_slices = num_device_slices + usize::from(with_counters);
         // Incomplete pools: the count says one more slice than exists.
         let incomplete = !with_counters && self.rng.chance(8);
@@ -394,11 +422,12 @@ impl Generator {
                 // completeness path finds the counter slice.
                 _ => json!({"nodeSelector": self.node_selector()}),
             };
-            let counters_selection = if per_device && counters_selection.get("perDeviceNodeSelection").is_some() {
-                json!({"allNodes": true})
-            } else {
-                counters_selection
-            };
+            let counters_selection =
+                if per_device && counters_selection.get("perDeviceNodeSelection").is_some() {
+                    json!({"allNodes": true})
+                } else {
+                    counters_selection
+                };
             let sets: Vec<Value> = counter_sets
                 .iter()
                 .map(|set| {
@@ -409,13 +438,20 @@ impl Generator {
                 })
                 .collect();
             let name = self.unique_slice_name(&base);
-            let mut slice = self.slice(name, &pool, generation, count, &counters_selection, Vec::new());
+            let mut slice = self.slice(
+                name,
+                &pool,
+                generation,
+                count,
+                &counters_selection,
+                Vec::new(),
+            );
             slice["spec"]["sharedCounters"] = Value::Array(sets);
             slices.push(slice);
         }
         for _ in 0..num_device_slices {
-            let max = if tiny { self.devices_left.min(3) } else { 3 };
-            let n = if max == 0 { 0 } else { self.rng.range(usize::from(!tiny), max) };
+            let max = if tiny { self.devices_left.min(2) } else { 4 };
+            let n = if max == 0 { 0 } else { self.rng.range(1, max) };
             let devices: Vec<Value> = (0..n)
                 .map(|_| self.device(&mut pool, &counter_sets, per_device))
                 .collect();
@@ -426,7 +462,11 @@ impl Generator {
         // Binding conditions on some pools' devices: such pools are tried last.
         if self.rng.chance(15) {
             for slice in &mut slices {
-                for device in slice["spec"]["devices"].as_array_mut().into_iter().flatten() {
+                for device in slice["spec"]["devices"]
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                {
                     if self.rng.chance(60) {
                         device["bindingConditions"] = json!(["attached"]);
                         device["bindingFailureConditions"] = json!(["attach-failed"]);
@@ -480,7 +520,12 @@ struct RequestGen<'a> {
 
 impl RequestGen<'_> {
     fn class(&mut self) -> &'static str {
-        self.rng.pick(CLASSES).0
+        // GPUs are more common than NICs in generated pools.
+        const WEIGHTED: &[&str] = &[
+            "gpu", "gpu", "gpu-cfg", "big", "nic", "nic-cfg", "any", "any", "healthy",
+        ];
+        let class: &&str = self.rng.pick(WEIGHTED);
+        class
     }
 
     fn count(&mut self) -> i64 {
@@ -519,7 +564,10 @@ impl RequestGen<'_> {
                     t.insert("value".into(), json!(*self.rng.pick(&["x", "y"])));
                 }
                 if self.rng.chance(40) {
-                    t.insert("effect".into(), json!(*self.rng.pick(&["NoSchedule", "NoExecute"])));
+                    t.insert(
+                        "effect".into(),
+                        json!(*self.rng.pick(&["NoSchedule", "NoExecute"])),
+                    );
                 }
                 if self.rng.chance(15) {
                     t.insert("tolerationSeconds".into(), json!(300));
@@ -535,7 +583,9 @@ impl RequestGen<'_> {
             return None;
         }
         Some(match self.rng.below(3) {
-            0 => json!({"requests": {"bandwidth": *self.rng.pick(&["500M", "1G", "1500M", "2G", "3G", "2100M"])}}),
+            0 => {
+                json!({"requests": {"bandwidth": *self.rng.pick(&["500M", "1G", "1500M", "2G", "3G", "2100M"])}})
+            }
             1 => json!({"requests": {"memory": *self.rng.pick(&["4Gi", "8Gi", "16Gi"])}}),
             _ => json!({"requests": {"bandwidth": "1G", "memory": "8Gi"}}),
         })
@@ -571,7 +621,10 @@ fn request_names(requests: &[Value]) -> Vec<String> {
         let name = r["name"].as_str().unwrap_or_default().to_string();
         names.push(name.clone());
         for sub in r["firstAvailable"].as_array().into_iter().flatten() {
-            names.push(format!("{name}/{}", sub["name"].as_str().unwrap_or_default()));
+            names.push(format!(
+                "{name}/{}",
+                sub["name"].as_str().unwrap_or_default()
+            ));
         }
     }
     names
@@ -580,7 +633,11 @@ fn request_names(requests: &[Value]) -> Vec<String> {
 fn claim(rng: &mut Rng, options: GenOptions, index: usize) -> Value {
     let tiny = options.tiny;
     let mut rg = RequestGen { rng, tiny };
-    let num_requests = if tiny { rg.rng.range(1, 2) } else { rg.rng.range(1, 3) };
+    let num_requests = if tiny {
+        rg.rng.range(1, 2)
+    } else {
+        *rg.rng.pick(&[1, 1, 1, 2, 2, 3])
+    };
     let mut admin = false;
     let mut requests = Vec::new();
     for r in 0..num_requests {
@@ -614,18 +671,30 @@ fn claim(rng: &mut Rng, options: GenOptions, index: usize) -> Value {
     });
     let mut constraints = Vec::new();
     if !(tiny && has_all) {
-        for _ in 0..rg.rng.below(3) {
-            let attribute = *rg.rng.pick(CONSTRAINT_ATTRIBUTES);
+        let num_constraints = *rg.rng.pick(&[0, 0, 0, 0, 1, 1, 1, 2]);
+        for _ in 0..num_constraints {
+            // Mostly attributes every driver may have; driver-specific ones fail on the other
+            // driver's devices.
+            let attribute = if rg.rng.chance(65) {
+                *rg.rng.pick(&CONSTRAINT_ATTRIBUTES[3..5])
+            } else {
+                *rg.rng.pick(CONSTRAINT_ATTRIBUTES)
+            };
             let listed: Vec<String> = if rg.rng.chance(40) {
                 Vec::new()
             } else {
-                names.iter().filter(|_| rg.rng.chance(60)).cloned().collect()
+                names
+                    .iter()
+                    .filter(|_| rg.rng.chance(60))
+                    .cloned()
+                    .collect()
             };
             let distinct = rg.rng.chance(40);
             if distinct && tiny && !single_device_requests(&requests, &listed) {
                 continue;
             }
-            let mut c = json!({ if distinct { "distinctAttribute" } else { "matchAttribute" }: attribute });
+            let mut c =
+                json!({ if distinct { "distinctAttribute" } else { "matchAttribute" }: attribute });
             if !listed.is_empty() {
                 c["requests"] = json!(listed);
             }
@@ -634,9 +703,14 @@ fn claim(rng: &mut Rng, options: GenOptions, index: usize) -> Value {
     }
     let mut config = Vec::new();
     for k in 0..rg.rng.below(3) {
-        let mut entry = json!({"opaque": {"driver": GPU, "parameters": {"kind": "ClaimConfig", "n": k}}});
+        let mut entry =
+            json!({"opaque": {"driver": GPU, "parameters": {"kind": "ClaimConfig", "n": k}}});
         if rg.rng.chance(60) {
-            let listed: Vec<String> = names.iter().filter(|_| rg.rng.chance(50)).cloned().collect();
+            let listed: Vec<String> = names
+                .iter()
+                .filter(|_| rg.rng.chance(50))
+                .cloned()
+                .collect();
             if !listed.is_empty() {
                 entry["requests"] = json!(listed);
             }
@@ -669,7 +743,12 @@ fn single_device_requests(requests: &[Value], listed: &[String]) -> bool {
         let bodies: Vec<(&Value, String)> = match r["firstAvailable"].as_array() {
             Some(subs) => subs
                 .iter()
-                .map(|s| (s, format!("{name}/{}", s["name"].as_str().unwrap_or_default())))
+                .map(|s| {
+                    (
+                        s,
+                        format!("{name}/{}", s["name"].as_str().unwrap_or_default()),
+                    )
+                })
                 .collect(),
             None => vec![(&r["exactly"], name.to_string())],
         };
@@ -724,7 +803,11 @@ fn from_value<T: k8s_openapi::serde::de::DeserializeOwned>(value: &Value) -> T {
 pub fn generate(seed: u64, options: GenOptions) -> Scenario {
     let mut rng = Rng::new(seed);
     let tiny = options.tiny;
-    let num_nodes = if tiny { rng.range(1, 2) } else { rng.range(1, 4) };
+    let num_nodes = if tiny {
+        rng.range(1, 2)
+    } else {
+        rng.range(1, 4)
+    };
     let node_labels: Vec<Map<String, Value>> = (0..num_nodes)
         .map(|i| {
             let mut labels = Map::new();
@@ -744,12 +827,38 @@ pub fn generate(seed: u64, options: GenOptions) -> Scenario {
         node_labels,
         slices: Vec::new(),
         slice_names: Vec::new(),
+        pools: Vec::new(),
         devices_left: if tiny { 6 } else { usize::MAX },
     };
-    let num_pools = if tiny { generator.rng.range(1, 2) } else { generator.rng.range(1, 4) };
-    for p in 0..num_pools {
-        generator.pool(p);
+    // Most nodes get a node-local pool; then one or two pools of the other kinds.
+    let mut index = 0;
+    for n in 0..num_nodes {
+        for (driver, percent) in [
+            (GPU, if tiny { 50 } else { 70 }),
+            (NIC, if tiny { 20 } else { 35 }),
+        ] {
+            if generator.rng.chance(percent) {
+                generator.pool(index, driver, 0, n);
+                index += 1;
+            }
+        }
     }
+    let others = if tiny { 1 } else { generator.rng.range(1, 2) };
+    for _ in 0..others {
+        let kind = *generator.rng.pick(&[0, 1, 2, 2, 3]);
+        let node = generator.rng.below(num_nodes);
+        let driver = if generator.rng.chance(50) { GPU } else { NIC };
+        generator.pool(index, driver, kind, node);
+        index += 1;
+    }
+    let local_nodes: Vec<usize> = (0..num_nodes)
+        .filter(|n| {
+            generator
+                .pools
+                .iter()
+                .any(|(_, name)| *name == node_name(*n))
+        })
+        .collect();
     let mut rng = generator.rng.clone();
     let mut raw = Vec::new();
     let mut nodes = Vec::new();
@@ -770,7 +879,7 @@ pub fn generate(seed: u64, options: GenOptions) -> Scenario {
     let mut claims_raw = Vec::new();
     let mut steps = Vec::new();
     for _ in 0..num_steps {
-        let n = rng.range(1, 2);
+        let n = if rng.chance(65) { 1 } else { 2 };
         let mut ids = Vec::new();
         for _ in 0..n {
             let c = claim(&mut rng, options, claims_raw.len());
@@ -778,21 +887,29 @@ pub fn generate(seed: u64, options: GenOptions) -> Scenario {
             claims_raw.push(c);
         }
         // The claims of one step belong to one pod, so to one namespace.
-        if ids.iter().any(|i| claims_raw[*i]["metadata"]["namespace"] == ADMIN_NAMESPACE) {
+        if ids
+            .iter()
+            .any(|i| claims_raw[*i]["metadata"]["namespace"] == ADMIN_NAMESPACE)
+        {
             for i in &ids {
                 claims_raw[*i]["metadata"]["namespace"] = json!(ADMIN_NAMESPACE);
             }
         }
-        steps.push(Step {
-            node: rng.below(num_nodes),
-            claims: ids,
-        });
+        // Mostly nodes with node-local devices, where allocations are likely to succeed.
+        let node = if !local_nodes.is_empty() && rng.chance(70) {
+            *rng.pick(&local_nodes)
+        } else {
+            rng.below(num_nodes)
+        };
+        steps.push(Step { node, claims: ids });
     }
     let slices: Vec<ResourceSlice> = generator.slices.iter().map(from_value).collect();
     let classes_typed: Vec<DeviceClass> = classes.iter().map(from_value).collect();
     let claims: Vec<ResourceClaim> = claims_raw.iter().map(from_value).collect();
-    raw.push(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
-        "name": ADMIN_NAMESPACE, "labels": {"resource.kubernetes.io/admin-access": "true"}}}));
+    raw.push(
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": ADMIN_NAMESPACE, "labels": {"resource.kubernetes.io/admin-access": "true"}}}),
+    );
     raw.extend(classes);
     raw.extend(generator.slices);
     raw.extend(claims_raw);
@@ -819,7 +936,8 @@ impl Scenario {
         );
         let mut docs: Vec<Value> = self.raw.clone();
         for (i, step) in self.steps.iter().enumerate() {
-            let claims: Vec<&ResourceClaim> = step.claims.iter().map(|c| &self.claims[*c]).collect();
+            let claims: Vec<&ResourceClaim> =
+                step.claims.iter().map(|c| &self.claims[*c]).collect();
             let namespace = claims
                 .first()
                 .and_then(|c| c.metadata.namespace.as_deref())

@@ -69,10 +69,17 @@ fn requirement_matches(req: &NodeSelectorRequirement, value: Option<&str>) -> bo
         "Exists" => value.is_some(),
         "DoesNotExist" => value.is_none(),
         "Gt" | "Lt" => {
-            let (Some(v), Some(bound)) = (value.and_then(|v| v.parse::<i64>().ok()), values.first().and_then(|b| b.parse::<i64>().ok())) else {
+            let (Some(v), Some(bound)) = (
+                value.and_then(|v| v.parse::<i64>().ok()),
+                values.first().and_then(|b| b.parse::<i64>().ok()),
+            ) else {
                 return false;
             };
-            if req.operator == "Gt" { v > bound } else { v < bound }
+            if req.operator == "Gt" {
+                v > bound
+            } else {
+                v < bound
+            }
         }
         _ => false,
     }
@@ -90,17 +97,24 @@ fn term_matches(term: &NodeSelectorTerm, node: &Node) -> bool {
         .iter()
         .all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
         && fields.iter().all(|r| {
-            r.key == "metadata.name"
-                && requirement_matches(r, node.metadata.name.as_deref())
+            r.key == "metadata.name" && requirement_matches(r, node.metadata.name.as_deref())
         })
 }
 
 /// Node selector semantics: terms ORed, requirements ANDed.
 pub fn selector_matches(selector: &NodeSelector, node: &Node) -> bool {
-    selector.node_selector_terms.iter().any(|t| term_matches(t, node))
+    selector
+        .node_selector_terms
+        .iter()
+        .any(|t| term_matches(t, node))
 }
 
-fn node_matches(node: &Node, name: Option<&str>, all: Option<bool>, selector: Option<&NodeSelector>) -> bool {
+fn node_matches(
+    node: &Node,
+    name: Option<&str>,
+    all: Option<bool>,
+    selector: Option<&NodeSelector>,
+) -> bool {
     if let Some(name) = name.filter(|n| !n.is_empty()) {
         return node.metadata.name.as_deref() == Some(name);
     }
@@ -111,7 +125,11 @@ fn node_matches(node: &Node, name: Option<&str>, all: Option<bool>, selector: Op
 }
 
 fn has_counters(slice: &ResourceSlice) -> bool {
-    slice.spec.shared_counters.as_ref().is_some_and(|c| !c.is_empty())
+    slice
+        .spec
+        .shared_counters
+        .as_ref()
+        .is_some_and(|c| !c.is_empty())
 }
 
 fn devices(slice: &ResourceSlice) -> &[Device] {
@@ -121,10 +139,12 @@ fn devices(slice: &ResourceSlice) -> &[Device] {
 /// Upstream `GatherPools` for one node, from SPEC.md §3.3.
 pub fn gather_pools<'a>(scenario: &'a Scenario, node: &Node) -> Vec<OPool<'a>> {
     let node_name = node.metadata.name.as_deref().unwrap_or_default();
-    let on_node = scenario
-        .slices
-        .iter()
-        .filter(|s| s.spec.node_name.as_deref().is_some_and(|n| !n.is_empty() && n == node_name));
+    let on_node = scenario.slices.iter().filter(|s| {
+        s.spec
+            .node_name
+            .as_deref()
+            .is_some_and(|n| !n.is_empty() && n == node_name)
+    });
     let shared = scenario
         .slices
         .iter()
@@ -136,10 +156,20 @@ pub fn gather_pools<'a>(scenario: &'a Scenario, node: &Node) -> Vec<OPool<'a>> {
             || spec.all_nodes == Some(true)
             || spec.node_selector.is_some()
         {
-            node_matches(node, spec.node_name.as_deref(), spec.all_nodes, spec.node_selector.as_ref())
+            node_matches(
+                node,
+                spec.node_name.as_deref(),
+                spec.all_nodes,
+                spec.node_selector.as_ref(),
+            )
         } else if spec.per_device_node_selection == Some(true) {
             devices(slice).iter().any(|d| {
-                node_matches(node, d.node_name.as_deref(), d.all_nodes, d.node_selector.as_ref())
+                node_matches(
+                    node,
+                    d.node_name.as_deref(),
+                    d.all_nodes,
+                    d.node_selector.as_ref(),
+                )
             })
         } else {
             false
@@ -168,10 +198,15 @@ pub fn gather_pools<'a>(scenario: &'a Scenario, node: &Node) -> Vec<OPool<'a>> {
                 .slices
                 .iter()
                 .filter(|s| s.spec.driver == driver && s.spec.pool.name == name);
-            if same_pool.clone().any(|s| s.spec.pool.generation > generation) {
+            if same_pool
+                .clone()
+                .any(|s| s.spec.pool.generation > generation)
+            {
                 continue; // obsolete
             }
-            all_of_pool = same_pool.filter(|s| s.spec.pool.generation == generation).collect();
+            all_of_pool = same_pool
+                .filter(|s| s.spec.pool.generation == generation)
+                .collect();
             if all_of_pool.len() as i64 != wanted {
                 normal.push(OPool {
                     driver,
@@ -185,10 +220,15 @@ pub fn gather_pools<'a>(scenario: &'a Scenario, node: &Node) -> Vec<OPool<'a>> {
         }
         let mut relevant = relevant;
         relevant.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-        let relevant_names: BTreeSet<&str> =
-            relevant.iter().filter_map(|s| s.metadata.name.as_deref()).collect();
-        let device_slices: Vec<&ResourceSlice> =
-            relevant.iter().copied().filter(|s| !has_counters(s)).collect();
+        let relevant_names: BTreeSet<&str> = relevant
+            .iter()
+            .filter_map(|s| s.metadata.name.as_deref())
+            .collect();
+        let device_slices: Vec<&ResourceSlice> = relevant
+            .iter()
+            .copied()
+            .filter(|s| !has_counters(s))
+            .collect();
         let counter_slices: Vec<&ResourceSlice> = relevant
             .iter()
             .copied()
@@ -226,7 +266,10 @@ pub fn gather_pools<'a>(scenario: &'a Scenario, node: &Node) -> Vec<OPool<'a>> {
                     match sets.get(consumption.counter_set.as_str()) {
                         None => invalid = true,
                         Some(counters) => {
-                            invalid |= consumption.counters.keys().any(|c| !counters.contains(c.as_str()));
+                            invalid |= consumption
+                                .counters
+                                .keys()
+                                .any(|c| !counters.contains(c.as_str()));
                         }
                     }
                 }
@@ -368,7 +411,10 @@ pub fn request_views(request: &DeviceRequest) -> Vec<ReqView> {
             })
             .collect();
     }
-    let e = request.exactly.as_ref().expect("generated requests have a body");
+    let e = request
+        .exactly
+        .as_ref()
+        .expect("generated requests have a body");
     vec![ReqView {
         base: request.name.clone(),
         sub: None,
@@ -420,7 +466,13 @@ impl Selectors {
 
     /// Class and request selectors, per-device node selection and binding conditions
     /// (`isSelectable`, SPEC.md §3.7, all features on).
-    pub fn selectable(&mut self, scenario: &Scenario, req: &ReqView, d: &ODevice<'_>, node: &Node) -> bool {
+    pub fn selectable(
+        &mut self,
+        scenario: &Scenario,
+        req: &ReqView,
+        d: &ODevice<'_>,
+        node: &Node,
+    ) -> bool {
         let class = scenario
             .classes
             .iter()
@@ -476,7 +528,9 @@ pub fn tolerates(t: &DeviceToleration, taint: &DeviceTaint) -> bool {
         return false;
     }
     match t.operator.as_deref().unwrap_or_default() {
-        "" | "Equal" => t.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default(),
+        "" | "Equal" => {
+            t.value.as_deref().unwrap_or_default() == taint.value.as_deref().unwrap_or_default()
+        }
         "Exists" => true,
         _ => false,
     }
@@ -491,7 +545,11 @@ pub fn taint_blocks(device: &Device, tolerations: &[DeviceToleration]) -> bool {
 }
 
 /// `lookupAttribute`: the full name, else the bare id when the domain is the driver's.
-pub fn lookup_attribute<'a>(device: &'a Device, driver: &str, name: &str) -> Option<&'a DeviceAttribute> {
+pub fn lookup_attribute<'a>(
+    device: &'a Device,
+    driver: &str,
+    name: &str,
+) -> Option<&'a DeviceAttribute> {
     let attrs = device.attributes.as_ref()?;
     if let Some(a) = attrs.get(name) {
         return Some(a);
@@ -523,40 +581,52 @@ pub fn constraint_applies(listed: &[String], base: &str, sub: Option<&str>) -> b
         || sub.is_some_and(|s| listed.iter().any(|l| *l == format!("{base}/{s}")))
 }
 
-/// Everything allocated so far (the claims' results in allocation order).
+/// One claim's allocation with the device objects its results refer to (in result order).
+#[derive(Debug, Clone)]
+pub struct LedgerEntry {
+    pub claim: usize,
+    pub allocation: AllocationResult,
+    pub devices: Vec<Device>,
+}
+
+/// Everything allocated so far, in allocation order.
 #[derive(Debug, Default, Clone)]
 pub struct Ledger {
-    pub entries: Vec<(usize, AllocationResult)>,
+    pub entries: Vec<LedgerEntry>,
 }
 
-fn results(a: &AllocationResult) -> &[k8s_openapi::api::resource::v1::DeviceRequestAllocationResult] {
-    a.devices.as_ref().and_then(|d| d.results.as_deref()).unwrap_or_default()
+impl Ledger {
+    pub fn allocations(&self) -> impl Iterator<Item = &AllocationResult> {
+        self.entries.iter().map(|e| &e.allocation)
+    }
 }
 
-/// A device of the whole cluster by `(driver, pool, device)`, from any slice.
-fn find_device<'a>(scenario: &'a Scenario, driver: &str, pool: &str, name: &str) -> Option<&'a Device> {
-    scenario
-        .slices
-        .iter()
-        .filter(|s| s.spec.driver == driver && s.spec.pool.name == pool)
-        .flat_map(|s| devices(s).iter())
-        .find(|d| d.name == name)
+fn results(
+    a: &AllocationResult,
+) -> &[k8s_openapi::api::resource::v1::DeviceRequestAllocationResult] {
+    a.devices
+        .as_ref()
+        .and_then(|d| d.results.as_deref())
+        .unwrap_or_default()
 }
 
 /// Checks cluster-wide invariants over everything allocated so far: exclusive devices are
 /// allocated at most once (admin results aside), counters of every counter set and the
 /// capacity of every shared device are not exceeded.
 pub fn check_ledger(scenario: &Scenario, ledger: &Ledger) -> Result<(), String> {
-    let mut exclusive: BTreeMap<(String, String, String), usize> = BTreeMap::new();
-    let mut allocated: BTreeSet<(String, String, String)> = BTreeSet::new();
-    let mut capacity_used: BTreeMap<(String, String, String), BTreeMap<String, i128>> = BTreeMap::new();
-    for (claim, allocation) in &ledger.entries {
-        for r in results(allocation) {
+    type Triple = (String, String, String);
+    let mut exclusive: BTreeMap<Triple, usize> = BTreeMap::new();
+    // The device object each allocated device was picked from.
+    let mut allocated: BTreeMap<Triple, &Device> = BTreeMap::new();
+    let mut capacity_used: BTreeMap<Triple, BTreeMap<String, i128>> = BTreeMap::new();
+    for entry in &ledger.entries {
+        let claim = entry.claim;
+        for (r, device) in results(&entry.allocation).iter().zip(&entry.devices) {
             if r.admin_access == Some(true) {
                 continue;
             }
             let triple = (r.driver.clone(), r.pool.clone(), r.device.clone());
-            allocated.insert(triple.clone());
+            allocated.insert(triple.clone(), device);
             if r.share_id.is_none() {
                 let n = exclusive.entry(triple.clone()).or_default();
                 *n += 1;
@@ -576,16 +646,21 @@ pub fn check_ledger(scenario: &Scenario, ledger: &Ledger) -> Result<(), String> 
     }
     for (triple, shares) in &capacity_used {
         if exclusive.contains_key(triple) {
-            return Err(format!("device {triple:?} is both shared and allocated exclusively"));
+            return Err(format!(
+                "device {triple:?} is both shared and allocated exclusively"
+            ));
         }
-        let device = find_device(scenario, &triple.0, &triple.1, &triple.2)
-            .ok_or_else(|| format!("allocated device {triple:?} does not exist"))?;
+        let device = allocated[triple];
         for (name, used) in shares {
             let cap = device
                 .capacity
                 .as_ref()
                 .and_then(|c| c.get(name))
-                .ok_or_else(|| format!("consumed capacity {name} of {triple:?} is not a capacity of the device"))?;
+                .ok_or_else(|| {
+                    format!(
+                        "consumed capacity {name} of {triple:?} is not a capacity of the device"
+                    )
+                })?;
             if *used > nanos(&cap.value.0) {
                 return Err(format!(
                     "capacity {name} of shared device {triple:?} over-consumed: {used} > {} (nanos)",
@@ -596,14 +671,16 @@ pub fn check_ledger(scenario: &Scenario, ledger: &Ledger) -> Result<(), String> 
     }
     // Counters: every allocated device consumes its counters once.
     let mut consumed: BTreeMap<(String, String, String, String), i128> = BTreeMap::new();
-    for triple in &allocated {
-        let Some(device) = find_device(scenario, &triple.0, &triple.1, &triple.2) else {
-            return Err(format!("allocated device {triple:?} does not exist"));
-        };
+    for (triple, device) in &allocated {
         for c in device.consumes_counters.iter().flatten() {
             for (counter, value) in &c.counters {
                 *consumed
-                    .entry((triple.0.clone(), triple.1.clone(), c.counter_set.clone(), counter.clone()))
+                    .entry((
+                        triple.0.clone(),
+                        triple.1.clone(),
+                        c.counter_set.clone(),
+                        counter.clone(),
+                    ))
                     .or_default() += nanos(&value.value.0);
             }
         }
@@ -637,7 +714,8 @@ struct Picked<'a> {
 }
 
 /// Checks one successful `allocate` call: `results[i]` is the allocation of `claims[i]` on
-/// `node`; `ledger` holds what was allocated before this call.
+/// `node`; `ledger` holds what was allocated before this call. Returns, per claim, the device
+/// objects of its results.
 pub fn check_success(
     scenario: &Scenario,
     selectors: &mut Selectors,
@@ -645,9 +723,13 @@ pub fn check_success(
     claims: &[usize],
     allocations: &[AllocationResult],
     ledger: &Ledger,
-) -> Result<(), String> {
+) -> Result<Vec<Vec<Device>>, String> {
     if allocations.len() != claims.len() {
-        return Err(format!("{} results for {} claims", allocations.len(), claims.len()));
+        return Err(format!(
+            "{} results for {} claims",
+            allocations.len(),
+            claims.len()
+        ));
     }
     let pools = gather_pools(scenario, node);
     let node_name = node.metadata.name.clone().unwrap_or_default();
@@ -669,7 +751,12 @@ pub fn check_success(
             let request_index = requests
                 .iter()
                 .position(|q| q.name == base)
-                .ok_or_else(|| format!("claim-{claim_index}: result for unknown request {}", r.request))?;
+                .ok_or_else(|| {
+                    format!(
+                        "claim-{claim_index}: result for unknown request {}",
+                        r.request
+                    )
+                })?;
             if request_index < last_request {
                 return Err(format!("claim-{claim_index}: results not in request order"));
             }
@@ -677,7 +764,12 @@ pub fn check_success(
             let view = request_views(&requests[request_index])
                 .into_iter()
                 .find(|v| v.sub.as_deref() == sub)
-                .ok_or_else(|| format!("claim-{claim_index}: result names unknown (sub)request {}", r.request))?;
+                .ok_or_else(|| {
+                    format!(
+                        "claim-{claim_index}: result names unknown (sub)request {}",
+                        r.request
+                    )
+                })?;
             let device = pools
                 .iter()
                 .filter(|p| p.usable())
@@ -690,22 +782,33 @@ pub fn check_success(
                         r.driver, r.pool, r.device
                     )
                 })?;
-            let what = format!("claim-{claim_index} {} -> {}/{}/{}", r.request, r.driver, r.pool, r.device);
+            let what = format!(
+                "claim-{claim_index} {} -> {}/{}/{}",
+                r.request, r.driver, r.pool, r.device
+            );
             if !selectors.selectable(scenario, &view, &device, node) {
                 return Err(format!("{what}: device does not satisfy the selectors"));
             }
             if taint_blocks(device.device, &view.tolerations) {
                 return Err(format!("{what}: device has an untolerated taint"));
             }
-            let expected_tolerations = (!view.tolerations.is_empty()).then(|| view.tolerations.clone());
+            let expected_tolerations =
+                (!view.tolerations.is_empty()).then(|| view.tolerations.clone());
             if r.tolerations != expected_tolerations {
-                return Err(format!("{what}: tolerations {:?} != request's {:?}", r.tolerations, expected_tolerations));
+                return Err(format!(
+                    "{what}: tolerations {:?} != request's {:?}",
+                    r.tolerations, expected_tolerations
+                ));
             }
             if r.admin_access != view.admin.then_some(true) {
                 return Err(format!("{what}: adminAccess {:?}", r.admin_access));
             }
             if r.share_id.is_some() != device.shared() {
-                return Err(format!("{what}: shareID {:?} but allowMultipleAllocations {}", r.share_id, device.shared()));
+                return Err(format!(
+                    "{what}: shareID {:?} but allowMultipleAllocations {}",
+                    r.share_id,
+                    device.shared()
+                ));
             }
             if r.binding_conditions != device.device.binding_conditions
                 || r.binding_failure_conditions != device.device.binding_failure_conditions
@@ -725,14 +828,26 @@ pub fn check_success(
         // Counts and order within each request.
         let claim_picks: Vec<&Picked<'_>> = picked.iter().filter(|p| p.claim == c).collect();
         for (r, request) in requests.iter().enumerate() {
-            let picks: Vec<&&Picked<'_>> = claim_picks.iter().filter(|p| p.request_index == r).collect();
+            let picks: Vec<&&Picked<'_>> = claim_picks
+                .iter()
+                .filter(|p| p.request_index == r)
+                .collect();
             let Some(first) = picks.first() else {
-                return Err(format!("claim-{claim_index}: no device for request {}", request.name));
+                return Err(format!(
+                    "claim-{claim_index}: no device for request {}",
+                    request.name
+                ));
             };
             if picks.iter().any(|p| p.view.sub != first.view.sub) {
-                return Err(format!("claim-{claim_index}: request {} mixes subrequests", request.name));
+                return Err(format!(
+                    "claim-{claim_index}: request {} mixes subrequests",
+                    request.name
+                ));
             }
-            let positions: Vec<(usize, usize)> = picks.iter().map(|p| (p.device.pool, p.device.position)).collect();
+            let positions: Vec<(usize, usize)> = picks
+                .iter()
+                .map(|p| (p.device.pool, p.device.position))
+                .collect();
             if positions.windows(2).any(|w| w[0] >= w[1]) {
                 return Err(format!(
                     "claim-{claim_index}: devices of request {} not in search order: {positions:?}",
@@ -740,7 +855,7 @@ pub fn check_success(
                 ));
             }
             if first.view.all {
-                check_all_mode(scenario, selectors, node, &pools, &first.view, &positions, ledger)
+                check_all_mode(scenario, selectors, node, &pools, &first.view, &positions)
                     .map_err(|e| format!("claim-{claim_index} request {}: {e}", request.name))?;
             } else if picks.len() as i64 != first.view.count {
                 return Err(format!(
@@ -755,7 +870,12 @@ pub fn check_success(
         check_config(scenario, claim, claim_index, &claim_picks, allocation)?;
         check_node_selector(&claim_picks, claim_index, node, allocation)?;
     }
-    check_in_use(&picked, claims, ledger)
+    check_in_use(&picked, claims, ledger)?;
+    let mut devices = vec![Vec::new(); claims.len()];
+    for p in &picked {
+        devices[p.claim].push(p.device.device.clone());
+    }
+    Ok(devices)
 }
 
 fn check_consumed_capacity(
@@ -772,36 +892,60 @@ fn check_consumed_capacity(
     }
     for (name, requested) in view.capacity.iter().flatten() {
         if nanos(requested) > nanos(&capacity[name].value.0) {
-            return Err(format!("{what}: requests {requested} of {name}, more than the device has"));
+            return Err(format!(
+                "{what}: requests {requested} of {name}, more than the device has"
+            ));
         }
     }
     let shared = device.allow_multiple_allocations == Some(true);
     match (&r.consumed_capacity, shared && !capacity.is_empty()) {
         (None, false) => return Ok(()),
-        (Some(_), false) => return Err(format!("{what}: consumedCapacity on a device that is not shared")),
-        (None, true) => return Err(format!("{what}: no consumedCapacity on a shared device with capacity")),
+        (Some(_), false) => {
+            return Err(format!(
+                "{what}: consumedCapacity on a device that is not shared"
+            ));
+        }
+        (None, true) => {
+            return Err(format!(
+                "{what}: no consumedCapacity on a shared device with capacity"
+            ));
+        }
         (Some(_), true) => {}
     }
-    let consumed = r.consumed_capacity.as_ref().map(|c| c.keys().cloned().collect::<BTreeSet<_>>());
+    let consumed = r
+        .consumed_capacity
+        .as_ref()
+        .map(|c| c.keys().cloned().collect::<BTreeSet<_>>());
     if consumed != Some(capacity.keys().cloned().collect()) {
-        return Err(format!("{what}: consumedCapacity keys {consumed:?} != device capacities"));
+        return Err(format!(
+            "{what}: consumedCapacity keys {consumed:?} != device capacities"
+        ));
     }
     for (name, q) in r.consumed_capacity.iter().flatten() {
         let used = nanos(&q.0);
         let cap = &capacity[name];
         if used > nanos(&cap.value.0) {
-            return Err(format!("{what}: consumes {} of {name} > capacity {}", q.0, cap.value.0));
+            return Err(format!(
+                "{what}: consumes {} of {name} > capacity {}",
+                q.0, cap.value.0
+            ));
         }
         match view.capacity.as_ref().and_then(|c| c.get(name)) {
             Some(requested) if used < nanos(requested) => {
-                return Err(format!("{what}: consumes {} of {name}, less than requested {requested}", q.0));
+                return Err(format!(
+                    "{what}: consumes {} of {name}, less than requested {requested}",
+                    q.0
+                ));
             }
             Some(_) => {}
             None => {
                 let default = cap.request_policy.as_ref().and_then(|p| p.default.as_ref());
                 let expected = default.map_or_else(|| nanos(&cap.value.0), |d| nanos(&d.0));
                 if used != expected {
-                    return Err(format!("{what}: consumes {} of {name} without a request (expected default)", q.0));
+                    return Err(format!(
+                        "{what}: consumes {} of {name} without a request (expected default)",
+                        q.0
+                    ));
                 }
             }
         }
@@ -811,7 +955,6 @@ fn check_consumed_capacity(
 
 /// `All`: the devices are exactly the selectable ones of the node's pools, when no capacity
 /// pre-check can remove a device (otherwise only a subset check).
-#[allow(clippy::too_many_arguments)]
 fn check_all_mode(
     scenario: &Scenario,
     selectors: &mut Selectors,
@@ -819,10 +962,12 @@ fn check_all_mode(
     pools: &[OPool<'_>],
     view: &ReqView,
     positions: &[(usize, usize)],
-    _ledger: &Ledger,
 ) -> Result<(), String> {
-    if pools.iter().any(|p| !p.usable()) {
-        return Err("All mode succeeded although a pool is incomplete or invalid".into());
+    if let Some(bad) = pools.iter().find(|p| !p.usable()) {
+        return Err(format!(
+            "All mode succeeded although pool {}/{} is incomplete or invalid",
+            bad.driver, bad.name
+        ));
     }
     let mut exact = view.capacity.is_none();
     let mut expected = Vec::new();
@@ -839,15 +984,23 @@ fn check_all_mode(
         return Err("All mode with no device".into());
     }
     if exact && positions != expected {
-        return Err(format!("All mode picked {positions:?}, selectable devices are {expected:?}"));
+        return Err(format!(
+            "All mode picked {positions:?}, selectable devices are {expected:?}"
+        ));
     }
     if !positions.iter().all(|p| expected.contains(p)) {
-        return Err(format!("All mode picked {positions:?}, not all selectable ({expected:?})"));
+        return Err(format!(
+            "All mode picked {positions:?}, not all selectable ({expected:?})"
+        ));
     }
     Ok(())
 }
 
-fn check_constraints(claim: &ResourceClaim, claim_index: usize, picks: &[&Picked<'_>]) -> Result<(), String> {
+fn check_constraints(
+    claim: &ResourceClaim,
+    claim_index: usize,
+    picks: &[&Picked<'_>],
+) -> Result<(), String> {
     let constraints = claim
         .spec
         .as_ref()
@@ -856,11 +1009,12 @@ fn check_constraints(claim: &ResourceClaim, claim_index: usize, picks: &[&Picked
         .unwrap_or_default();
     for (i, constraint) in constraints.iter().enumerate() {
         let listed = constraint.requests.clone().unwrap_or_default();
-        let (attribute, distinct) = match (&constraint.match_attribute, &constraint.distinct_attribute) {
-            (Some(a), _) => (a.as_str(), false),
-            (None, Some(a)) => (a.as_str(), true),
-            (None, None) => continue,
-        };
+        let (attribute, distinct) =
+            match (&constraint.match_attribute, &constraint.distinct_attribute) {
+                (Some(a), _) => (a.as_str(), false),
+                (None, Some(a)) => (a.as_str(), true),
+                (None, None) => continue,
+            };
         let subject: Vec<(usize, (u8, String), String)> = picks
             .iter()
             .filter(|p| constraint_applies(&listed, &p.view.base, p.view.sub.as_deref()))
@@ -892,7 +1046,7 @@ fn check_constraints(claim: &ResourceClaim, claim_index: usize, picks: &[&Picked
         // of each earlier request.
         let requests: BTreeSet<usize> = subject.iter().map(|s| s.0).collect();
         for &earlier in &requests {
-            let Some(last) = subject.iter().filter(|s| s.0 == earlier).next_back() else {
+            let Some(last) = subject.iter().rfind(|s| s.0 == earlier) else {
                 continue;
             };
             for later in subject.iter().filter(|s| s.0 > earlier) {
@@ -922,8 +1076,16 @@ fn check_config(
         .iter()
         .enumerate()
         .map(|(r, request)| {
-            let view = &picks.iter().find(|p| p.request_index == r).expect("checked before").view;
-            (request.name.clone(), view.sub.as_ref().map(|_| view.full_name()), view.class.clone())
+            let view = &picks
+                .iter()
+                .find(|p| p.request_index == r)
+                .expect("checked before")
+                .view;
+            (
+                request.name.clone(),
+                view.sub.as_ref().map(|_| view.full_name()),
+                view.class.clone(),
+            )
         })
         .collect();
     let mut expected: Vec<DeviceAllocationConfiguration> = Vec::new();
@@ -932,7 +1094,10 @@ fn check_config(
         let name = full.clone().unwrap_or_else(|| plain.clone());
         if let Some(entries) = class_entries.get(class) {
             for &e in entries {
-                expected[e].requests.get_or_insert_with(Vec::new).push(name.clone());
+                expected[e]
+                    .requests
+                    .get_or_insert_with(Vec::new)
+                    .push(name.clone());
             }
             continue;
         }
@@ -942,7 +1107,13 @@ fn check_config(
             .find(|c| c.metadata.name.as_deref() == Some(class.as_str()))
             .expect("class exists");
         let mut entries = Vec::new();
-        for config in class_object.spec.as_ref().and_then(|s| s.config.as_ref()).into_iter().flatten() {
+        for config in class_object
+            .spec
+            .as_ref()
+            .and_then(|s| s.config.as_ref())
+            .into_iter()
+            .flatten()
+        {
             entries.push(expected.len());
             expected.push(DeviceAllocationConfiguration {
                 source: "FromClass".into(),
@@ -964,7 +1135,11 @@ fn check_config(
         .flatten()
     {
         let listed = config.requests.clone().unwrap_or_default();
-        if listed.is_empty() || allocated_names.iter().any(|(p, f, _)| listed_by(&listed, p, f)) {
+        if listed.is_empty()
+            || allocated_names
+                .iter()
+                .any(|(p, f, _)| listed_by(&listed, p, f))
+        {
             expected.push(DeviceAllocationConfiguration {
                 source: "FromClaim".into(),
                 requests: config.requests.clone(),
@@ -974,7 +1149,11 @@ fn check_config(
     }
     for entry in &mut expected {
         let listed = entry.requests.clone().unwrap_or_default();
-        if !listed.is_empty() && allocated_names.iter().all(|(p, f, _)| listed_by(&listed, p, f)) {
+        if !listed.is_empty()
+            && allocated_names
+                .iter()
+                .all(|(p, f, _)| listed_by(&listed, p, f))
+        {
             entry.requests = None;
         }
     }
@@ -983,16 +1162,17 @@ fn check_config(
         .as_ref()
         .and_then(|d| d.config.clone())
         .unwrap_or_default();
-    let normalize = |list: Vec<DeviceAllocationConfiguration>| -> Vec<DeviceAllocationConfiguration> {
-        list.into_iter()
-            .map(|mut c| {
-                if c.requests.as_ref().is_some_and(Vec::is_empty) {
-                    c.requests = None;
-                }
-                c
-            })
-            .collect()
-    };
+    let normalize =
+        |list: Vec<DeviceAllocationConfiguration>| -> Vec<DeviceAllocationConfiguration> {
+            list.into_iter()
+                .map(|mut c| {
+                    if c.requests.as_ref().is_some_and(Vec::is_empty) {
+                        c.requests = None;
+                    }
+                    c
+                })
+                .collect()
+        };
     if normalize(actual.clone()) != normalize(expected.clone()) {
         return Err(format!(
             "claim-{claim_index}: config\n  got      {}\n  expected {}",
@@ -1017,13 +1197,20 @@ fn check_node_selector(
     let same = |a: &NodeSelectorRequirement, b: &NodeSelectorRequirement| {
         a.key == b.key
             && a.operator == b.operator
-            && a.values.iter().flatten().collect::<BTreeSet<_>>() == b.values.iter().flatten().collect::<BTreeSet<_>>()
+            && a.values.iter().flatten().collect::<BTreeSet<_>>()
+                == b.values.iter().flatten().collect::<BTreeSet<_>>()
     };
     for p in picks {
         let (name, selector) = if p.device.slice.spec.per_device_node_selection == Some(true) {
-            (p.device.device.node_name.as_ref(), p.device.device.node_selector.as_ref())
+            (
+                p.device.device.node_name.as_ref(),
+                p.device.device.node_selector.as_ref(),
+            )
         } else {
-            (p.device.slice.spec.node_name.as_ref(), p.device.slice.spec.node_selector.as_ref())
+            (
+                p.device.slice.spec.node_name.as_ref(),
+                p.device.slice.spec.node_selector.as_ref(),
+            )
         };
         if name.is_some() || p.device.device.binds_to_node == Some(true) {
             expected = Some(NodeSelector {
@@ -1074,7 +1261,9 @@ fn check_node_selector(
     if let Some(selector) = &allocation.node_selector
         && !selector_matches(selector, node)
     {
-        return Err(format!("claim-{claim_index}: nodeSelector does not admit {node_name}"));
+        return Err(format!(
+            "claim-{claim_index}: nodeSelector does not admit {node_name}"
+        ));
     }
     Ok(())
 }
@@ -1082,7 +1271,7 @@ fn check_node_selector(
 /// In-use rules (SPEC.md §3.6, §3.8) within one call and against earlier calls.
 fn check_in_use(picked: &[Picked<'_>], claims: &[usize], ledger: &Ledger) -> Result<(), String> {
     let mut committed: BTreeSet<(String, String, String)> = BTreeSet::new();
-    for (_, allocation) in &ledger.entries {
+    for allocation in ledger.allocations() {
         for r in results(allocation) {
             if r.admin_access != Some(true) && r.share_id.is_none() {
                 committed.insert((r.driver.clone(), r.pool.clone(), r.device.clone()));
@@ -1098,14 +1287,20 @@ fn check_in_use(picked: &[Picked<'_>], claims: &[usize], ledger: &Ledger) -> Res
         let earlier = seen.entry(triple.clone()).or_default();
         let claim = claims[p.claim];
         if earlier.iter().any(|(c, _)| *c == p.claim) {
-            return Err(format!("claim-{claim}: device {triple:?} twice in one claim"));
+            return Err(format!(
+                "claim-{claim}: device {triple:?} twice in one claim"
+            ));
         }
         if !p.admin {
             if !earlier.is_empty() {
-                return Err(format!("claim-{claim}: device {triple:?} already picked in this call"));
+                return Err(format!(
+                    "claim-{claim}: device {triple:?} already picked in this call"
+                ));
             }
             if committed.contains(&triple) {
-                return Err(format!("claim-{claim}: device {triple:?} is already allocated"));
+                return Err(format!(
+                    "claim-{claim}: device {triple:?} is already allocated"
+                ));
             }
         }
         earlier.push((p.claim, p.admin));
