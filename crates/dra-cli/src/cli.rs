@@ -183,6 +183,9 @@ pub struct BenchArgs {
     /// Size of every suite run (overrides the suite's own size).
     #[arg(long)]
     pub size: Option<u32>,
+    /// Runs per suite; the run with the median total time is reported.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub repeat: u32,
     /// List the suites.
     #[arg(long)]
     pub list: bool,

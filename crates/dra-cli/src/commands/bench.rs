@@ -211,19 +211,26 @@ pub fn run(out: &Out, args: &BenchArgs) -> Result<(), Failure> {
             .size
             .unwrap_or(if args.quick { suite.quick_size } else { suite.size });
         let _ = writeln!(std::io::stderr(), "running {} (size {size})...", suite.name);
-        let output = Command::new(&exe)
-            .args(["bench", "--run-suite", suite.name, "--size", &size.to_string()])
-            .output()
-            .map_err(|e| Failure::Internal(format!("cannot run a suite: {e}")))?;
-        if !output.status.success() {
-            return Err(Failure::Internal(format!(
-                "suite {} failed: {}",
-                suite.name,
-                String::from_utf8_lossy(&output.stderr).trim()
-            )));
+        let mut runs = Vec::new();
+        for _ in 0..args.repeat {
+            let output = Command::new(&exe)
+                .args(["bench", "--run-suite", suite.name, "--size", &size.to_string()])
+                .output()
+                .map_err(|e| Failure::Internal(format!("cannot run a suite: {e}")))?;
+            if !output.status.success() {
+                return Err(Failure::Internal(format!(
+                    "suite {} failed: {}",
+                    suite.name,
+                    String::from_utf8_lossy(&output.stderr).trim()
+                )));
+            }
+            let figures: Figures = serde_json::from_slice(&output.stdout).map_err(|e| {
+                Failure::Internal(format!("suite {}: bad figures: {e}", suite.name))
+            })?;
+            runs.push(figures);
         }
-        let figures: Figures = serde_json::from_slice(&output.stdout)
-            .map_err(|e| Failure::Internal(format!("suite {}: bad figures: {e}", suite.name)))?;
+        runs.sort_by(|a, b| a.total_seconds.total_cmp(&b.total_seconds));
+        let figures = runs.swap_remove(runs.len() / 2);
         results.push(figures);
     }
     match out.format {
