@@ -201,20 +201,31 @@ pub fn run(out: &Out, args: &BenchArgs) -> Result<(), Failure> {
     let selected: Vec<&Suite> = if args.suites.is_empty() {
         SUITES.iter().collect()
     } else {
-        args.suites.iter().map(|n| find(n)).collect::<Result<_, _>>()?
+        args.suites
+            .iter()
+            .map(|n| find(n))
+            .collect::<Result<_, _>>()?
     };
     let exe = std::env::current_exe()
         .map_err(|e| Failure::Internal(format!("cannot find the dra executable: {e}")))?;
     let mut results = Vec::new();
     for suite in selected {
-        let size = args
-            .size
-            .unwrap_or(if args.quick { suite.quick_size } else { suite.size });
+        let size = args.size.unwrap_or(if args.quick {
+            suite.quick_size
+        } else {
+            suite.size
+        });
         let _ = writeln!(std::io::stderr(), "running {} (size {size})...", suite.name);
         let mut runs = Vec::new();
         for _ in 0..args.repeat {
             let output = Command::new(&exe)
-                .args(["bench", "--run-suite", suite.name, "--size", &size.to_string()])
+                .args([
+                    "bench",
+                    "--run-suite",
+                    suite.name,
+                    "--size",
+                    &size.to_string(),
+                ])
                 .output()
                 .map_err(|e| Failure::Internal(format!("cannot run a suite: {e}")))?;
             if !output.status.success() {
@@ -241,7 +252,9 @@ pub fn run(out: &Out, args: &BenchArgs) -> Result<(), Failure> {
 
 fn find(name: &str) -> Result<&'static Suite, Failure> {
     SUITES.iter().find(|s| s.name == name).ok_or_else(|| {
-        Failure::Input(format!("unknown suite {name:?} (dra bench --list shows them)"))
+        Failure::Input(format!(
+            "unknown suite {name:?} (dra bench --list shows them)"
+        ))
     })
 }
 
@@ -267,8 +280,18 @@ fn render(results: &[Figures]) -> String {
         .collect();
     table(
         &[
-            "SUITE", "SIZE", "MODE", "PODS", "SCHEDULED", "LOAD S", "SIM S", "TOTAL S", "PODS/S",
-            "ALLOCATE CALLS", "STEPS", "PEAK MIB",
+            "SUITE",
+            "SIZE",
+            "MODE",
+            "PODS",
+            "SCHEDULED",
+            "LOAD S",
+            "SIM S",
+            "TOTAL S",
+            "PODS/S",
+            "ALLOCATE CALLS",
+            "STEPS",
+            "PEAK MIB",
         ],
         &rows,
     )
@@ -299,13 +322,19 @@ fn measure(suite: &Suite, size: u32) -> Result<Figures, Failure> {
     let input = dra_sim::SimInput::from_cluster(&loaded.cluster);
     let (pods, scheduled, allocate_calls, steps) = match suite.mode {
         Mode::FirstFit => {
-            let report = dra_sim::run_first_fit(&input).map_err(|e| Failure::Internal(e.to_string()))?;
+            let report =
+                dra_sim::run_first_fit(&input).map_err(|e| Failure::Internal(e.to_string()))?;
             let scheduled = report
                 .results
                 .iter()
                 .filter(|r| r.status == dra_sim::PodStatus::Scheduled)
                 .count();
-            (report.results.len(), scheduled, report.allocate_calls, report.steps)
+            (
+                report.results.len(),
+                scheduled,
+                report.allocate_calls,
+                report.steps,
+            )
         }
         Mode::Scored => {
             let simulation = dra_sim::simulate(&input, &dra_sim::SimOptions::default())
