@@ -35,6 +35,7 @@
 //! ```
 
 mod claims;
+mod fnv;
 mod index;
 pub mod node_selector;
 mod pools;
@@ -159,13 +160,18 @@ pub fn allocate(
             .iter()
             .map(|p| state.pool_version(p.pool_key))
             .sum();
-        let key: Vec<u64> = claims
-            .iter()
-            .flat_map(|c| c.fit_key.iter().copied().chain([u64::MAX - 1]))
-            .collect();
-        let rejected = state.was_rejected(&key, node.0, version)
+        let key = || {
+            claims
+                .iter()
+                .flat_map(|c| c.fit_key.iter().copied().chain([u64::MAX - 1]))
+        };
+        // FNV-1a over the key's words.
+        let hash = key().fold(0xcbf2_9ce4_8422_2325_u64, |h, word| {
+            (h ^ word).wrapping_mul(0x0000_0100_0000_01b3)
+        });
+        let rejected = state.was_rejected(hash, key(), node.0, version)
             || (search::cannot_fit(index, state, node, &pools, claims) && {
-                state.remember_rejection(key, node.0, version);
+                state.remember_rejection(hash, key().collect(), node.0, version);
                 true
             });
         if rejected {

@@ -36,9 +36,10 @@ pub struct AllocatedState {
     /// Counters available per (node, pool index of the node) given the allocations above,
     /// with the pool version they were computed for.
     counter_cache: Mutex<HashMap<(u32, u32), VersionedCounters>>,
-    /// Plain claims (by their fit key) that a node rejected before the search, with the node's
-    /// allocation version at the time: while it is unchanged, so is the answer.
-    rejections: Mutex<HashMap<(Vec<u64>, u32), u64>>,
+    /// Plain claims (by the hash of their fit key) that a node rejected before the search,
+    /// with the full key and the node's allocation version at the time: while the version is
+    /// unchanged, so is the answer.
+    rejections: Mutex<HashMap<(u64, u32), (Box<[u64]>, u64)>>,
 }
 
 /// Available counters of a pool and the pool version they were computed for.
@@ -129,16 +130,24 @@ impl AllocatedState {
         counters
     }
 
-    /// Whether `key` was rejected on `node` when the node's version was `version`.
-    pub(crate) fn was_rejected(&self, key: &[u64], node: u32, version: u64) -> bool {
+    /// Whether the fit key `key` (with hash `hash`) was rejected on `node` when the node's
+    /// version was `version`.
+    pub(crate) fn was_rejected(
+        &self,
+        hash: u64,
+        key: impl Iterator<Item = u64>,
+        node: u32,
+        version: u64,
+    ) -> bool {
         let rejections = self.rejections.lock().unwrap_or_else(|e| e.into_inner());
-        // The map is keyed by owned vectors; probing needs one.
-        rejections.get(&(key.to_vec(), node)) == Some(&version)
+        rejections
+            .get(&(hash, node))
+            .is_some_and(|(stored, v)| *v == version && stored.iter().copied().eq(key))
     }
 
-    pub(crate) fn remember_rejection(&self, key: Vec<u64>, node: u32, version: u64) {
+    pub(crate) fn remember_rejection(&self, hash: u64, key: Box<[u64]>, node: u32, version: u64) {
         let mut rejections = self.rejections.lock().unwrap_or_else(|e| e.into_inner());
-        rejections.insert((key, node), version);
+        rejections.insert((hash, node), (key, version));
     }
 
     /// Records one claim's allocation (results with `adminAccess: true` are ignored).
