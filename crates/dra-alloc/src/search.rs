@@ -57,6 +57,14 @@ impl RequestData<'_> {
     }
 }
 
+/// Where a device is in the node's search order.
+#[derive(Debug, Clone, Copy)]
+struct Position {
+    pool: usize,
+    position: usize,
+    device: DeviceIdx,
+}
+
 /// A picked device (upstream `internalDeviceResult`).
 #[derive(Debug, Clone)]
 pub(crate) struct Pick {
@@ -738,32 +746,59 @@ impl<'a> Search<'a> {
                 {
                     continue;
                 }
-                if self.index.features.consumable_capacity
-                    && self.request_fits_capacity(data, device) != Some(true)
-                {
-                    continue;
-                }
-                if !self.allocate_device(claim, request, sub, p, device, false)? {
-                    continue;
-                }
-                match self.allocate_one(
-                    claim,
-                    request,
-                    sub,
-                    device_index + 1,
-                    allocate_sub_request,
-                    (p, position + 1),
-                ) {
-                    Ok(true) => return Ok(true),
-                    Ok(false) => self.undo_last_pick(claim),
-                    Err(stop) => {
-                        self.undo_last_pick(claim);
-                        return Err(stop);
-                    }
+                let at = Position {
+                    pool: p,
+                    position,
+                    device,
+                };
+                if self.try_device(claim, request, sub, device_index, allocate_sub_request, at)? {
+                    return Ok(true);
                 }
             }
         }
         Ok(false)
+    }
+
+    /// The end of upstream's device loop for one selectable, unused device: the capacity
+    /// check, `allocateDevice`, then the rest of the search from the next position; the pick
+    /// is undone unless the search succeeded.
+    fn try_device(
+        &mut self,
+        claim: usize,
+        request: usize,
+        sub: usize,
+        device_index: i64,
+        allocate_sub_request: bool,
+        at: Position,
+    ) -> Result<bool, Stop> {
+        let data = &self.requests[claim][request][sub];
+        if self.index.features.consumable_capacity
+            && self.request_fits_capacity(data, at.device) != Some(true)
+        {
+            return Ok(false);
+        }
+        if !self.allocate_device(claim, request, sub, at.pool, at.device, false)? {
+            return Ok(false);
+        }
+        let next = (at.pool, at.position + 1);
+        match self.allocate_one(
+            claim,
+            request,
+            sub,
+            device_index + 1,
+            allocate_sub_request,
+            next,
+        ) {
+            Ok(true) => Ok(true),
+            Ok(false) => {
+                self.undo_last_pick(claim);
+                Ok(false)
+            }
+            Err(stop) => {
+                self.undo_last_pick(claim);
+                Err(stop)
+            }
+        }
     }
 
     /// The device loop of `allocateOne` over the precomputed selectable devices (no device of
@@ -806,30 +841,13 @@ impl<'a> Search<'a> {
             if !usable(self, e.key) {
                 continue;
             }
-            let data = &self.requests[claim][request][sub];
-            if self.index.features.consumable_capacity
-                && self.request_fits_capacity(data, e.device) != Some(true)
-            {
-                continue;
-            }
-            let (p, position) = (e.pool as usize, e.position as usize);
-            if !self.allocate_device(claim, request, sub, p, e.device, false)? {
-                continue;
-            }
-            match self.allocate_one(
-                claim,
-                request,
-                sub,
-                device_index + 1,
-                allocate_sub_request,
-                (p, position + 1),
-            ) {
-                Ok(true) => return Ok(true),
-                Ok(false) => self.undo_last_pick(claim),
-                Err(stop) => {
-                    self.undo_last_pick(claim);
-                    return Err(stop);
-                }
+            let at = Position {
+                pool: e.pool as usize,
+                position: e.position as usize,
+                device: e.device,
+            };
+            if self.try_device(claim, request, sub, device_index, allocate_sub_request, at)? {
+                return Ok(true);
             }
         }
         Ok(false)
