@@ -39,8 +39,11 @@ pub struct AllocatedState {
     /// Plain claims (by the hash of their fit key) that a node rejected before the search,
     /// with the full key and the node's allocation version at the time: while the version is
     /// unchanged, so is the answer.
-    rejections: Mutex<HashMap<(u64, u32), (Box<[u64]>, u64)>>,
+    rejections: Mutex<HashMap<(u64, u32), Rejection>>,
 }
+
+/// A remembered rejection: the claims' full fit key and the node version it held for.
+type Rejection = (Box<[u64]>, u64);
 
 /// Available counters of a pool and the pool version they were computed for.
 type VersionedCounters = (u64, Arc<[i128]>);
