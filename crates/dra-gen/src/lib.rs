@@ -169,7 +169,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
 pub use classes::mig_profile_class;
-pub use generate::{Object, generate, generate_each, generate_yaml};
+pub use generate::{Object, generate, generate_each, generate_json_lines, generate_yaml};
 pub use presets::{PRESETS, PresetInfo, preset, presets};
 pub use render::header_comment;
 pub use spec::{

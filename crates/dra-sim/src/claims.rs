@@ -81,6 +81,11 @@ impl ClaimStore {
         self.claims.values()
     }
 
+    /// Every claim in (namespace, name) order, taken out of the store.
+    pub fn into_all(self) -> Vec<ResourceClaim> {
+        self.claims.into_values().collect()
+    }
+
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {
         if let Some(claim) = self
             .claims

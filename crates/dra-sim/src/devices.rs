@@ -37,6 +37,8 @@ pub fn untolerated_taint<'t>(
 /// The free candidates of one (selector set, tolerations) on one node.
 #[derive(Debug, Clone)]
 struct Table {
+    family: FamilyId,
+    node: NodeId,
     keys: Vec<DeviceKey>,
     free: u32,
     /// A device may be shared (consumable capacity): the count is no bound.
@@ -57,6 +59,80 @@ struct TableFamily {
     tolerations: Vec<DeviceToleration>,
     /// Per node: `None` = not built yet, `Some(None)` = pools failed, `Some(Some(t))`.
     per_node: Vec<Option<Option<u32>>>,
+    /// Nodes where the allocator could meet a selector or pool error, once computed.
+    risky: Option<Vec<NodeId>>,
+    /// The free counts of all nodes by name rank, once asked for ([`DeviceState::next_possible`]).
+    bounds: Option<Bounds>,
+}
+
+impl Table {
+    /// What the pre-check allows on the node: the free count, unbounded where the count does
+    /// not decide.
+    fn bound(&self) -> u32 {
+        if self.shared || self.failing {
+            u32::MAX
+        } else {
+            self.free
+        }
+    }
+}
+
+/// What [`DeviceState::next_possible`] keeps per family.
+#[derive(Debug)]
+struct Bounds {
+    /// [`Table::bound`] of every node, by rank.
+    tree: MaxTree,
+    /// Nodes whose bound may have changed since the tree was last brought up to date.
+    stale: Vec<NodeId>,
+}
+
+/// A maximum segment tree over node ranks: the first rank from a position whose value reaches
+/// a bound, in logarithmic time.
+#[derive(Debug)]
+struct MaxTree {
+    leaves: usize,
+    values: Vec<u32>,
+}
+
+impl MaxTree {
+    fn new(values: &[u32]) -> MaxTree {
+        let leaves = values.len().next_power_of_two().max(1);
+        let mut tree = vec![0; 2 * leaves];
+        tree[leaves..leaves + values.len()].copy_from_slice(values);
+        for i in (1..leaves).rev() {
+            tree[i] = tree[2 * i].max(tree[2 * i + 1]);
+        }
+        MaxTree {
+            leaves,
+            values: tree,
+        }
+    }
+
+    fn set(&mut self, position: usize, value: u32) {
+        let mut i = position + self.leaves;
+        self.values[i] = value;
+        while i > 1 {
+            i /= 2;
+            self.values[i] = self.values[2 * i].max(self.values[2 * i + 1]);
+        }
+    }
+
+    /// The first position at or after `from` whose value is at least `bound`.
+    fn first_at_least(&self, from: usize, bound: u32) -> Option<usize> {
+        self.descend(1, 0, self.leaves, from, bound)
+    }
+
+    fn descend(&self, i: usize, lo: usize, hi: usize, from: usize, bound: u32) -> Option<usize> {
+        if hi <= from || self.values[i] < bound {
+            return None;
+        }
+        if hi - lo == 1 {
+            return Some(lo);
+        }
+        let mid = (lo + hi) / 2;
+        self.descend(2 * i, lo, mid, from, bound)
+            .or_else(|| self.descend(2 * i + 1, mid, hi, from, bound))
+    }
 }
 
 /// One request's need on the pre-check: any alternative suffices (several for
@@ -64,6 +140,14 @@ struct TableFamily {
 #[derive(Debug, Clone)]
 struct Need {
     alternatives: Vec<(FamilyId, u32)>,
+}
+
+/// A need of a requirement with a single alternative: nodes with fewer free candidates of the
+/// family than `count` fail the pre-check (unless the allocator could meet an error there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Anchor {
+    family: FamilyId,
+    count: u32,
 }
 
 /// What the pre-check knows about a set of claims allocated together.
@@ -76,6 +160,21 @@ pub struct Requirement {
     watched: Vec<FamilyId>,
 }
 
+impl Requirement {
+    /// The first need with a single alternative, if any.
+    pub fn anchor(&self) -> Option<Anchor> {
+        self.needs
+            .iter()
+            .find_map(|need| match need.alternatives.as_slice() {
+                [(family, count)] => Some(Anchor {
+                    family: *family,
+                    count: *count,
+                }),
+                _ => None,
+            })
+    }
+}
+
 /// Allocated devices, their holders and the pre-check tables.
 #[derive(Debug)]
 pub struct DeviceState {
@@ -86,6 +185,8 @@ pub struct DeviceState {
     tables: Vec<Table>,
     tables_of_key: HashMap<DeviceKey, Vec<u32>>,
     num_nodes: usize,
+    /// Each node's position in name order ([`DeviceState::set_ranks`]).
+    rank: Vec<u32>,
 }
 
 impl DeviceState {
@@ -98,6 +199,7 @@ impl DeviceState {
             tables: Vec::new(),
             tables_of_key: HashMap::new(),
             num_nodes: index.node_ids().count(),
+            rank: Vec::new(),
         }
     }
 
@@ -154,6 +256,17 @@ impl DeviceState {
                     t.free = t.free.saturating_sub(1);
                 } else {
                     t.free += 1;
+                }
+                // Bounds are brought up to date when next asked for; a family nobody asks
+                // about any more stops costing anything.
+                let (family, node) = (t.family, t.node);
+                let f = &mut self.families[family];
+                if let Some(bounds) = &mut f.bounds {
+                    if bounds.stale.len() > self.num_nodes / 8 + 16 {
+                        f.bounds = None;
+                    } else {
+                        bounds.stale.push(node);
+                    }
                 }
             }
         }
@@ -229,6 +342,8 @@ impl DeviceState {
             set: set.clone(),
             tolerations: spec.tolerations.clone(),
             per_node: vec![None; self.num_nodes],
+            risky: None,
+            bounds: None,
         });
         self.family_ids.insert(key, id);
         Some(id)
@@ -289,15 +404,16 @@ impl DeviceState {
             Some(id) => id,
             None => {
                 let f = &self.families[family];
-                let id =
-                    build_table(index, &f.set, &f.tolerations, node, &self.state).map(|table| {
+                let id = build_table(index, family, &f.set, &f.tolerations, node, &self.state).map(
+                    |table| {
                         let id = self.tables.len() as u32;
                         for key in &table.keys {
                             self.tables_of_key.entry(*key).or_default().push(id);
                         }
                         self.tables.push(table);
                         id
-                    });
+                    },
+                );
                 self.families[family].per_node[node.0 as usize] = Some(id);
                 id
             }
@@ -331,8 +447,75 @@ impl DeviceState {
     }
 }
 
+impl DeviceState {
+    /// Tells the pre-check each node's position in name order (before the queue runs).
+    pub fn set_ranks(&mut self, rank: &[usize]) {
+        self.rank = rank.iter().map(|r| *r as u32).collect();
+    }
+
+    /// The first rank at or after `from` of a node where the anchor need of a requirement
+    /// ([`Requirement::anchor`]) may pass the pre-check: every node skipped fails it. Needs
+    /// [`DeviceState::set_ranks`].
+    pub fn next_possible(&mut self, index: &Index, anchor: Anchor, from: u32) -> Option<u32> {
+        let Anchor { family, count } = anchor;
+        let bound_of = |state: &mut DeviceState, node: NodeId| {
+            state
+                .table(index, family, node)
+                .map_or(u32::MAX, Table::bound)
+        };
+        match self.families[family].bounds.take() {
+            None => {
+                let mut values = vec![u32::MAX; self.num_nodes];
+                for node in 0..self.num_nodes {
+                    values[self.rank[node] as usize] = bound_of(self, NodeId(node as u32));
+                }
+                self.families[family].bounds = Some(Bounds {
+                    tree: MaxTree::new(&values),
+                    stale: Vec::new(),
+                });
+            }
+            Some(mut bounds) => {
+                for node in std::mem::take(&mut bounds.stale) {
+                    let bound = bound_of(self, node);
+                    bounds.tree.set(self.rank[node.0 as usize] as usize, bound);
+                }
+                self.families[family].bounds = Some(bounds);
+            }
+        }
+        let bounds = self.families[family].bounds.as_ref()?;
+        bounds
+            .tree
+            .first_at_least(from as usize, count)
+            .map(|rank| rank as u32)
+    }
+
+    /// The nodes where [`DeviceState::may_fail`] holds for the requirements, in id order.
+    /// Whether a selector fails on a device or a node's pools cannot be gathered never changes,
+    /// so each family looks at every node once per simulation.
+    pub fn risky_nodes(&mut self, index: &Index, requirement: &Requirement) -> Vec<NodeId> {
+        let mut out = Vec::new();
+        for &family in &requirement.watched {
+            if self.families[family].risky.is_none() {
+                let risky: Vec<NodeId> = (0..self.num_nodes as u32)
+                    .map(NodeId)
+                    .filter(|node| {
+                        self.table(index, family, *node)
+                            .is_none_or(|table| table.failing)
+                    })
+                    .collect();
+                self.families[family].risky = Some(risky);
+            }
+            out.extend(self.families[family].risky.iter().flatten().copied());
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
 fn build_table(
     index: &Index,
+    family: FamilyId,
     set: &SelSetId,
     tolerations: &[DeviceToleration],
     node: NodeId,
@@ -340,6 +523,8 @@ fn build_table(
 ) -> Option<Table> {
     let pools = index.node_pools(node).ok()?;
     let mut table = Table {
+        family,
+        node,
         keys: Vec::new(),
         free: 0,
         shared: false,

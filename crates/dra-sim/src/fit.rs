@@ -243,6 +243,16 @@ pub fn node_fit_failures(
 /// Whether all the filters of [`node_fit_failures`] pass, without writing any reason (the hot
 /// path: every pod is checked against every node).
 pub fn node_fits(pod: &PodFacts, node: &SimNode, mapping: &ExtendedResourceMapping) -> bool {
+    node_fits_except_affinity(pod, node, mapping) && node_affinity_matches(pod, &node.facts)
+}
+
+/// The filters of [`node_fits`] that do not read the node's name and labels: the same answer
+/// for nodes with equal taints, `spec.unschedulable`, allocatable, requests and pod count.
+pub fn node_fits_except_affinity(
+    pod: &PodFacts,
+    node: &SimNode,
+    mapping: &ExtendedResourceMapping,
+) -> bool {
     if node.unschedulable
         && !pod
             .tolerations
@@ -258,9 +268,6 @@ pub fn node_fits(pod: &PodFacts, node: &SimNode, mapping: &ExtendedResourceMappi
                 .iter()
                 .any(|t| toleration_tolerates(t, taint))
     }) {
-        return false;
-    }
-    if !node_affinity_matches(pod, &node.facts) {
         return false;
     }
     let allocatable = &node.allocatable;

@@ -60,6 +60,7 @@
 //! ```
 
 mod claims;
+mod classes;
 pub mod devices;
 pub mod explain;
 mod extended;
@@ -93,7 +94,9 @@ pub use fit::pod_node_name_and_selector_fit;
 pub use priority::pod_priority;
 pub use reference::run_first_fit;
 pub use report::{PodOutcome, PodResult, PodState, PodStatus, Report};
-pub use scheduler::{ExplainOptions, NodePick, NodeSampling, SimOptions, Simulation, simulate};
+pub use scheduler::{
+    Binding, ExplainOptions, NodePick, NodeSampling, PodChanges, SimOptions, Simulation, simulate,
+};
 
 /// The objects a simulation reads, borrowed from the loader's cluster.
 #[derive(Debug, Default, Clone)]

@@ -145,7 +145,7 @@ pub fn is_sidecar(container: &Container) -> bool {
 }
 
 /// Amounts in the units the scheduler compares: milli-cpu, bytes, counts.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Resources {
     pub milli_cpu: i64,
     pub memory: i64,
@@ -209,7 +209,7 @@ impl Resources {
 
 /// What a node offers: `status.allocatable`, or "unlimited" for a node that has none (a
 /// hand-written node; real nodes always report allocatable).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct NodeAllocatable {
     pub resources: Resources,
     pub pods: i64,

@@ -34,7 +34,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use dra_alloc::{AllocationMode, Index, NodeId, Outcome, PreparedClaim, RequestBody, allocate};
 use k8s_openapi::api::core::v1::{
-    NodeSelector, Pod, PodExtendedResourceClaimStatus, PodResourceClaimStatus, PodStatus,
+    Node, NodeSelector, Pod, PodExtendedResourceClaimStatus, PodResourceClaimStatus, PodStatus,
 };
 use k8s_openapi::api::resource::v1::{
     AllocationResult, DeviceClaim, ResourceClaim, ResourceClaimSpec, ResourceClaimStatus,
@@ -43,6 +43,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::Serialize;
 
 use crate::claims::{ClaimStore, PodClaim, PodClaimError, pod_uid};
+use crate::classes::NodeClasses;
 use crate::devices::{ClaimKey, DeviceState, Requirement};
 use crate::explain::{Diagnosis, ExplainContext, NodeVerdict, PodRef};
 use crate::extended::{
@@ -51,8 +52,8 @@ use crate::extended::{
     is_dra_extended_resource_name, special_claim_plan,
 };
 use crate::fit::{
-    FitFailure, PodFacts, SimNode, intolerable_prefer_no_schedule_taints, node_fit_failures,
-    node_fits, preferred_affinity_score,
+    FitFailure, PodFacts, SimNode, intolerable_prefer_no_schedule_taints, node_affinity_matches,
+    node_fit_failures, node_fits, node_fits_except_affinity, preferred_affinity_score,
 };
 use crate::report::{PodResult, PodState};
 use crate::score::{
@@ -134,6 +135,10 @@ pub struct SimOptions {
     /// pre-check and without trying nodes best score first. Same results, slower: it exists to
     /// test that the shortcuts change nothing.
     pub exhaustive: bool,
+    /// Look at every node on its own instead of deciding per node class (nodes that the
+    /// filters and scores besides DRA and node affinity cannot tell apart, see the module
+    /// documentation). The output is the same to the last field; it exists to test that.
+    pub per_node: bool,
 }
 
 /// Where a pod went and why there.
@@ -251,9 +256,14 @@ pub struct Simulation {
     pub summary: Summary,
     /// Allocator search steps in total.
     pub steps: u64,
-    /// The pods after the simulation, in input order (`None`: evicted, deleted).
+    /// What the simulation changed on each pod, in input order (`None`: evicted, deleted);
+    /// [`Simulation::resulting_pods`] applies the changes to the input's pods.
     #[serde(skip)]
-    pub pods: Vec<Option<Pod>>,
+    pub pod_changes: Vec<Option<PodChanges>>,
+    /// Scheduling attempts decided per node class rather than node by node (see
+    /// [`SimOptions::per_node`]): a statistic of the method, not part of the answer.
+    #[serde(skip)]
+    pub class_decisions: usize,
     /// Every claim after the simulation, by (namespace, name).
     #[serde(skip)]
     pub claims: Vec<ResourceClaim>,
@@ -264,15 +274,86 @@ impl Simulation {
     pub fn result(&self, pod: &str) -> Option<&PodResult> {
         self.results.iter().find(|r| r.pod == pod)
     }
+
+    /// The pods after the simulation, in input order (`None`: evicted, deleted): the pods of
+    /// `input` (the input that was simulated) with the changes applied.
+    pub fn resulting_pods(&self, input: &SimInput<'_>) -> Vec<Option<Pod>> {
+        input
+            .pods
+            .iter()
+            .zip(&self.pod_changes)
+            .map(|(pod, changes)| changes.as_ref().map(|c| c.apply(pod)))
+            .collect()
+    }
+}
+
+/// What the simulation changes on a pod it keeps. The resulting objects are built on request
+/// ([`Simulation::resulting_pods`]): a copy of every pod would be the largest part of a
+/// simulation's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodChanges {
+    /// `metadata.uid` (derived when the input has none, see [`crate::stable_uid`]).
+    pub uid: String,
+    /// What Reserve and PreBind wrote, when the simulation bound the pod.
+    pub binding: Option<Binding>,
+}
+
+/// What Reserve and PreBind write into a pod.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    /// `spec.nodeName`.
+    pub node_name: String,
+    /// `status.resourceClaimStatuses` for the claims from templates (left alone when empty).
+    pub template_claims: Vec<PodResourceClaimStatus>,
+    /// `status.extendedResourceClaimStatus`.
+    pub extended: Option<PodExtendedResourceClaimStatus>,
+}
+
+impl PodChanges {
+    /// The pod with the changes.
+    pub fn apply(&self, pod: &Pod) -> Pod {
+        let mut object = pod.clone();
+        object.metadata.uid = Some(self.uid.clone());
+        if let Some(binding) = &self.binding {
+            object.spec.get_or_insert_with(Default::default).node_name =
+                Some(binding.node_name.clone());
+            let status = object.status.get_or_insert_with(PodStatus::default);
+            if !binding.template_claims.is_empty() {
+                status.resource_claim_statuses = Some(binding.template_claims.clone());
+            }
+            if let Some(extended) = &binding.extended {
+                status.extended_resource_claim_status = Some(extended.clone());
+            }
+        }
+        object
+    }
 }
 
 /// Runs the scheduler model over `input`.
 pub fn simulate(input: &SimInput<'_>, options: &SimOptions) -> Result<Simulation, SimError> {
+    let t0 = std::time::Instant::now();
     let mut engine = Engine::new(input, options)?;
+    let t1 = std::time::Instant::now();
     engine.setup_running_pods();
     engine.run_evictions();
+    let t2 = std::time::Instant::now();
     engine.run_queue();
-    Ok(engine.finish())
+    let t3 = std::time::Instant::now();
+    let out = engine.finish();
+    let t4 = std::time::Instant::now();
+    if std::env::var_os("DRA_SIM_TIMING").is_some() {
+        #[allow(clippy::print_stderr)]
+        {
+            eprintln!(
+                "TIMING new {:?} setup {:?} queue {:?} finish {:?}",
+                t1 - t0,
+                t2 - t1,
+                t3 - t2,
+                t4 - t3
+            );
+        }
+    }
+    Ok(out)
 }
 
 fn key_of(meta: &ObjectMeta) -> (String, String) {
@@ -286,8 +367,8 @@ fn key_of(meta: &ObjectMeta) -> (String, String) {
 
 struct PodEntry<'a> {
     pod: &'a Pod,
-    /// The pod as it ends up (node name, status).
-    object: Pod,
+    /// What binding changed on the pod (the resulting object is built at the end).
+    binding: Option<Binding>,
     namespace: String,
     name: String,
     uid: String,
@@ -327,6 +408,17 @@ struct Attempt {
     variants: Vec<Variant>,
     has_all_mode: bool,
     has_first_available: bool,
+}
+
+/// A node class that passes the filters besides node affinity, for one pod.
+struct ClassView {
+    class: u32,
+    /// The member with the smallest name (its scores and verdicts stand for all members).
+    first: NodeId,
+    variant: usize,
+    needs_allocator: bool,
+    /// Candidates without looking at pinned claims (no claims, no extended-resource claim).
+    unchecked: bool,
 }
 
 /// A node that passed the cheap filters.
@@ -402,7 +494,18 @@ struct Engine<'a> {
     evictions: Vec<Eviction>,
     would_evict: Vec<WouldEvict>,
     notes: Vec<String>,
+    /// Device taints of the input's slices and rules.
+    taints: TaintView<'a>,
+    /// The node classes while the queue runs with [`Engine::decide_by_class`] enabled.
+    classes: Option<NodeClasses>,
+    class_decisions: usize,
+    /// The live pods by UID and by name, for diagnoses: built on first use once the queue
+    /// runs (no pod is deleted or renamed after the evictions).
+    pod_refs: std::cell::OnceCell<PodRefs>,
 }
+
+/// Live pods by UID and by (namespace, name).
+type PodRefs = (HashMap<String, PodRef>, HashMap<(String, String), PodRef>);
 
 fn dra_failure(reason: &str) -> FitFailure {
     FitFailure {
@@ -440,13 +543,16 @@ impl<'a> Engine<'a> {
         }
         let mut nodes = Vec::new();
         let mut node_names = Vec::new();
+        // The first node of each name, as a search in input order finds it.
+        let mut by_name: HashMap<&str, &Node> = HashMap::new();
+        for node in &input.nodes {
+            if let Some(name) = node.metadata.name.as_deref() {
+                by_name.entry(name).or_insert(node);
+            }
+        }
         for id in index.node_ids() {
             let facts = index.node_facts(id).clone();
-            let raw = input
-                .nodes
-                .iter()
-                .find(|n| n.metadata.name.as_deref() == Some(facts.name.as_str()))
-                .copied();
+            let raw = by_name.get(facts.name.as_str()).copied();
             let node = SimNode::new(facts, raw);
             if !node.allocatable.declared {
                 notes.push(format!(
@@ -473,12 +579,10 @@ impl<'a> Engine<'a> {
             .map(|pod| {
                 let (namespace, name) = key_of(&pod.metadata);
                 let uid = pod_uid(pod);
-                let mut object = (*pod).clone();
-                object.metadata.uid = Some(uid.clone());
                 let priority = crate::priority::pod_priority(pod, &input.priority_classes);
                 PodEntry {
                     pod,
-                    object,
+                    binding: None,
                     facts: PodFacts::of(pod),
                     result: PodResult {
                         pod: format!("{namespace}/{name}"),
@@ -522,6 +626,10 @@ impl<'a> Engine<'a> {
             evictions: Vec::new(),
             would_evict: Vec::new(),
             notes,
+            classes: None,
+            class_decisions: 0,
+            pod_refs: std::cell::OnceCell::new(),
+            taints: TaintView::new(&input.slices, &input.taint_rules),
         })
     }
 
@@ -644,7 +752,6 @@ impl<'a> Engine<'a> {
     }
 
     fn run_evictions(&mut self) {
-        let view = TaintView::new(&self.input.slices, &self.input.taint_rules);
         for p in 0..self.pods.len() {
             if self.pods[p].result.status != PodState::Running {
                 continue;
@@ -672,7 +779,9 @@ impl<'a> Engine<'a> {
                 if !reserved {
                     continue;
                 }
-                let (time, none) = view.claim_eviction(&format!("{}/{}", key.0, key.1), allocation);
+                let (time, none) = self
+                    .taints
+                    .claim_eviction(&format!("{}/{}", key.0, key.1), allocation);
                 times.extend(time);
                 dry_run.extend(none);
             }
@@ -783,6 +892,10 @@ impl<'a> Engine<'a> {
                 .cmp(&self.pods[*a].result.priority)
                 .then(a.cmp(b))
         });
+        if self.decides_by_class() {
+            self.classes = Some(NodeClasses::new(&self.nodes, &self.rank));
+            self.devices.set_ranks(&self.rank);
+        }
         for (position, p) in queue.into_iter().enumerate() {
             self.pods[p].result.queue_position = Some(position);
             self.schedule(p);
@@ -1121,7 +1234,333 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// Whether pods may be decided per node class ([`Engine::decide_by_class`]).
+    fn decides_by_class(&self) -> bool {
+        !self.options.per_node
+            && !self.options.exhaustive
+            && self.options.sampling == NodeSampling::AllNodes
+            && self.options.node_pick != NodePick::FirstFeasible
+    }
+
+    /// [`Engine::decide`] per node class: the same decision, to the last field, with work in
+    /// the number of classes plus the nodes actually examined instead of the number of nodes.
+    /// `None` when the pod needs the node-by-node loop.
+    ///
+    /// Two cases are decided here, for pods without preferred node affinity, `firstAvailable`
+    /// or All-mode requests (which make scores or errors differ between nodes of a class):
+    /// * The allocator runs on every candidate: the node-by-node loop tries candidates best
+    ///   static score first and takes the first the allocator accepts, when the normalised
+    ///   scores cannot differ and no candidate could meet a selector error. Here the classes
+    ///   are ranked by the static score, their members merged in name order, and nodes are
+    ///   examined (node affinity, pinned claims, device pre-check, allocator) in exactly that
+    ///   order, stopping once the winner is known and a second candidate shows that the loop
+    ///   would have taken its best-score-first path.
+    /// * No candidate needs the allocator and nothing node-specific is checked: every member
+    ///   of a class that passes the filters is feasible with the class's scores, so the winner,
+    ///   runner-up and feasible count follow from the classes alone.
+    fn decide_by_class(
+        &mut self,
+        p: usize,
+        attempt: &mut Attempt,
+        steps: &mut u64,
+    ) -> Option<Decision> {
+        let classes = self.classes.take()?;
+        let decision = self.decide_with_classes(p, attempt, steps, &classes);
+        self.classes = Some(classes);
+        decision
+    }
+
+    fn decide_with_classes(
+        &mut self,
+        p: usize,
+        attempt: &mut Attempt,
+        steps: &mut u64,
+        classes: &NodeClasses,
+    ) -> Option<Decision> {
+        if !self.pods[p].facts.preferred_affinity.is_empty()
+            || attempt.has_first_available
+            || attempt.has_all_mode
+        {
+            return None;
+        }
+        // The classes whose members pass the filters besides node affinity, with the claims
+        // the allocator gets there.
+        let mut passing: Vec<ClassView> = Vec::new();
+        for class in classes.live() {
+            let first = self.order[classes.first(class)? as usize];
+            if !node_fits_except_affinity(
+                &self.pods[p].facts,
+                &self.nodes[first.0 as usize],
+                &self.mapping,
+            ) {
+                continue;
+            }
+            let variant = self.variant_for(p, attempt, first);
+            let serves_extended = attempt.variants[variant].special.is_some();
+            passing.push(ClassView {
+                class,
+                first,
+                variant,
+                needs_allocator: !attempt.to_allocate.is_empty() || serves_extended,
+                // check_node takes such a node before looking at pinned claims.
+                unchecked: !serves_extended && attempt.claims.is_empty(),
+            });
+        }
+        if passing.is_empty() {
+            let rejected = self
+                .order
+                .iter()
+                .map(|&node| Rejected {
+                    node,
+                    variant: 0,
+                    why: Rejection::Fit,
+                })
+                .collect();
+            return Some(Decision::Pending {
+                rejected,
+                unavailable: BTreeSet::new(),
+            });
+        }
+        if passing.iter().all(|c| c.needs_allocator) {
+            self.decide_by_allocation_order(p, attempt, steps, classes, &passing)
+        } else if passing.iter().all(|c| !c.needs_allocator) {
+            self.decide_by_class_scores(p, attempt, classes, &passing)
+        } else {
+            None
+        }
+    }
+
+    /// The first case of [`Engine::decide_by_class`].
+    fn decide_by_allocation_order(
+        &mut self,
+        p: usize,
+        attempt: &mut Attempt,
+        steps: &mut u64,
+        classes: &NodeClasses,
+        passing: &[ClassView],
+    ) -> Option<Decision> {
+        // The normalised TaintToleration score must be equal on all candidates (NodeAffinity
+        // and DynamicResources score nothing here): checked on a superset, the passing classes.
+        let pod = &self.pods[p].facts;
+        let taints =
+            intolerable_prefer_no_schedule_taints(pod, &self.nodes[passing[0].first.0 as usize]);
+        if passing.iter().any(|c| {
+            intolerable_prefer_no_schedule_taints(pod, &self.nodes[c.first.0 as usize]) != taints
+        }) {
+            return None;
+        }
+        for c in passing {
+            if attempt.variants[c.variant].requirement.is_none() {
+                let claims = Self::claims_for(attempt, c.variant);
+                let requirement = self.devices.requirements(&claims);
+                attempt.variants[c.variant].requirement = Some(requirement);
+            }
+        }
+        // No candidate may be one where the allocator could meet a selector or pool error.
+        for c in passing {
+            let requirement = attempt.variants[c.variant].requirement.as_ref()?;
+            for node in self.devices.risky_nodes(&self.index, requirement) {
+                if classes.class_of(node) == c.class
+                    && node_affinity_matches(
+                        &self.pods[p].facts,
+                        &self.nodes[node.0 as usize].facts,
+                    )
+                    && self.unavailable_claim(attempt, node).is_none()
+                {
+                    return None;
+                }
+            }
+        }
+        // Classes by static score, best first; equal scores are merged by name.
+        let mut ranked: Vec<(i64, usize)> = passing
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (self.static_key(p, c.first), i))
+            .collect();
+        ranked.sort_by_key(|&(key, i)| (std::cmp::Reverse(key), i));
+        // Committed only with a decision: a fallback runs these allocations again.
+        let mut tried_steps = 0u64;
+        let mut refused: Vec<Rejected> = Vec::new();
+        let mut allocator_calls = 0usize;
+        let mut winner: Option<Feasible> = None;
+        let mut candidates = 0usize;
+        'scan: for group in ranked.chunk_by(|a, b| a.0 == b.0) {
+            let group_classes: Vec<u32> = group.iter().map(|&(_, i)| passing[i].class).collect();
+            // Nodes that fail the device pre-check can be skipped wholesale when the group's
+            // classes share their claims.
+            let variant = passing[group[0].1].variant;
+            let anchor = group
+                .iter()
+                .all(|&(_, i)| passing[i].variant == variant)
+                .then(|| attempt.variants[variant].requirement.as_ref())
+                .flatten()
+                .and_then(Requirement::anchor);
+            let mut members = classes.stream(&group_classes);
+            let mut from = 0u32;
+            while let Some((rank, position)) = members.seek(from) {
+                if let Some(anchor) = anchor {
+                    match self.devices.next_possible(&self.index, anchor, rank) {
+                        None => break,
+                        Some(next) if next != rank => {
+                            from = next;
+                            continue;
+                        }
+                        Some(_) => {}
+                    }
+                }
+                from = rank + 1;
+                let node = self.order[rank as usize];
+                let variant = passing[group[position].1].variant;
+                // The checks of check_node after the class-wide filters, in its order.
+                if !node_affinity_matches(&self.pods[p].facts, &self.nodes[node.0 as usize].facts)
+                    || self.unavailable_claim(attempt, node).is_some()
+                {
+                    continue;
+                }
+                let Some(requirement) = attempt.variants[variant].requirement.as_ref() else {
+                    continue;
+                };
+                if !self.devices.check(&self.index, requirement, node) {
+                    continue;
+                }
+                candidates += 1;
+                if winner.is_some() {
+                    break 'scan;
+                }
+                allocator_calls += 1;
+                let candidate = Candidate {
+                    node,
+                    variant,
+                    needs_allocator: true,
+                    risky: false,
+                };
+                match self.run_allocator(attempt, &candidate, &mut tried_steps) {
+                    Err(e) => {
+                        *steps += tried_steps;
+                        return Some(Decision::Error(e));
+                    }
+                    Ok(Err(message)) => refused.push(Rejected {
+                        node,
+                        variant,
+                        why: Rejection::Allocator(message),
+                    }),
+                    Ok(Ok(results)) => {
+                        winner = Some(Feasible {
+                            node,
+                            variant,
+                            results,
+                        })
+                    }
+                }
+            }
+        }
+        // A pending pod is explained node by node: the loop looks at every node anyway.
+        let feasible = winner?;
+        *steps += tried_steps;
+        let score =
+            combine(&[self.raw_score(p, attempt, feasible.node, &feasible.results)]).remove(0);
+        // With one candidate the node-by-node loop scores it alone and counts it.
+        let single = candidates == 1;
+        Some(Decision::Scheduled {
+            feasible,
+            placement: Box::new(Placement {
+                score: Some(score),
+                runner_up: None,
+                feasible_nodes: single.then_some(1),
+                allocator_calls,
+                passed_over: Vec::new(),
+            }),
+            passed_over: refused,
+        })
+    }
+
+    /// The second case of [`Engine::decide_by_class`].
+    fn decide_by_class_scores(
+        &mut self,
+        p: usize,
+        attempt: &Attempt,
+        classes: &NodeClasses,
+        passing: &[ClassView],
+    ) -> Option<Decision> {
+        let pod = &self.pods[p].facts;
+        let node_specific = !pod.node_selector.is_empty()
+            || pod.required_affinity.is_some()
+            || (passing.iter().any(|c| !c.unchecked)
+                && attempt
+                    .pinned
+                    .iter()
+                    .any(|(_, selector)| selector.is_some()));
+        if node_specific {
+            return None;
+        }
+        let raw: Vec<RawScore> = passing
+            .iter()
+            .map(|c| self.raw_score(p, attempt, c.first, &[]))
+            .collect();
+        // Normalisation only depends on the maximum: the same over classes as over nodes.
+        let scores = combine(&raw);
+        let best_total = scores.iter().map(|s| s.total).max()?;
+        // Up to two smallest ranks among the classes with the best total, then the smallest
+        // rank among those with the next total.
+        let mut best_ranks: Vec<(u32, usize)> = Vec::new();
+        let mut next: Option<(i64, u32, usize)> = None;
+        for (i, c) in passing.iter().enumerate() {
+            let members = classes.members(c.class);
+            if scores[i].total == best_total {
+                best_ranks.extend(members.iter().take(2).map(|&rank| (rank, i)));
+            } else {
+                let rank = *members.first()?;
+                let candidate = (scores[i].total, rank, i);
+                if next.is_none_or(|(total, r, _)| {
+                    candidate.0 > total || (candidate.0 == total && rank < r)
+                }) {
+                    next = Some(candidate);
+                }
+            }
+        }
+        best_ranks.sort_unstable();
+        let named = |(rank, i): (u32, usize)| NodeScore {
+            node: self.node_names[self.order[rank as usize].0 as usize].clone(),
+            ..scores[i].clone()
+        };
+        let (winner_rank, winner_class) = *best_ranks.first()?;
+        let runner_up = match best_ranks.get(1) {
+            Some(&second) => Some(named(second)),
+            None => next.map(|(_, rank, i)| named((rank, i))),
+        };
+        let feasible_nodes = passing.iter().map(|c| classes.members(c.class).len()).sum();
+        Some(Decision::Scheduled {
+            feasible: Feasible {
+                node: self.order[winner_rank as usize],
+                variant: passing[winner_class].variant,
+                results: Vec::new(),
+            },
+            placement: Box::new(Placement {
+                score: Some(named((winner_rank, winner_class))),
+                runner_up,
+                feasible_nodes: Some(feasible_nodes),
+                allocator_calls: 0,
+                passed_over: Vec::new(),
+            }),
+            passed_over: Vec::new(),
+        })
+    }
+
+    /// The first pinned claim whose allocation's node selector excludes the node.
+    fn unavailable_claim(&self, attempt: &Attempt, node: NodeId) -> Option<usize> {
+        let facts = &self.nodes[node.0 as usize].facts;
+        attempt.pinned.iter().position(|(_, selector)| {
+            selector.as_ref().is_some_and(|selector| {
+                !dra_alloc::node_selector::node_selector_matches(selector, facts).unwrap_or(false)
+            })
+        })
+    }
+
     fn decide(&mut self, p: usize, attempt: &mut Attempt, steps: &mut u64) -> Decision {
+        if let Some(decision) = self.decide_by_class(p, attempt, steps) {
+            self.class_decisions += 1;
+            return decision;
+        }
         let total = self.order.len();
         let mut rejected: Vec<Rejected> = Vec::new();
         let mut unavailable: BTreeSet<usize> = BTreeSet::new();
@@ -1489,16 +1928,19 @@ impl<'a> Engine<'a> {
         rejected: &[Rejected],
         explain: ExplainOptions,
     ) -> Diagnosis {
-        let live = || self.pods.iter().filter(|e| !e.deleted);
         let pod_ref = |e: &PodEntry<'_>| PodRef {
             pod: e.result.pod.clone(),
             priority: e.result.priority,
         };
-        let pods_by_uid: HashMap<String, PodRef> =
-            live().map(|e| (e.uid.clone(), pod_ref(e))).collect();
-        let pods_by_name: HashMap<(String, String), PodRef> = live()
-            .map(|e| ((e.namespace.clone(), e.name.clone()), pod_ref(e)))
-            .collect();
+        let (pods_by_uid, pods_by_name) = self.pod_refs.get_or_init(|| {
+            let live = || self.pods.iter().filter(|e| !e.deleted);
+            (
+                live().map(|e| (e.uid.clone(), pod_ref(e))).collect(),
+                live()
+                    .map(|e| ((e.namespace.clone(), e.name.clone()), pod_ref(e)))
+                    .collect(),
+            )
+        });
         let mut pod_claims: Vec<ClaimKey> =
             attempt.to_allocate.iter().map(|(k, _)| k.clone()).collect();
         pod_claims.extend(attempt.pinned.iter().map(|(k, _)| k.clone()));
@@ -1517,8 +1959,8 @@ impl<'a> Engine<'a> {
             index: &self.index,
             devices: &self.devices,
             claims: &self.claims,
-            pods_by_uid: &pods_by_uid,
-            pods_by_name: &pods_by_name,
+            pods_by_uid,
+            pods_by_name,
             node_names: &self.node_names,
             pod: pod_ref(&self.pods[p]),
             pod_claims: &pod_claims,
@@ -1630,15 +2072,13 @@ impl<'a> Engine<'a> {
             });
         }
         let node_name = self.node_names[feasible.node.0 as usize].clone();
-        let facts = self.pods[p].facts.clone();
-        self.nodes[feasible.node.0 as usize].add_pod(&facts);
+        let node = feasible.node.0 as usize;
+        let facts = &self.pods[p].facts;
+        self.nodes[node].add_pod(facts);
+        if let Some(classes) = &mut self.classes {
+            classes.update(feasible.node, &self.nodes[node], self.rank[node]);
+        }
         let entry = &mut self.pods[p];
-        entry
-            .object
-            .spec
-            .get_or_insert_with(Default::default)
-            .node_name = Some(node_name.clone());
-        let status = entry.object.status.get_or_insert_with(PodStatus::default);
         let template_claims: Vec<PodResourceClaimStatus> = attempt
             .claims
             .iter()
@@ -1648,12 +2088,11 @@ impl<'a> Engine<'a> {
                 resource_claim_name: Some(c.claim_name.clone()),
             })
             .collect();
-        if !template_claims.is_empty() {
-            status.resource_claim_statuses = Some(template_claims);
-        }
-        if let Some(s) = &extended_status {
-            status.extended_resource_claim_status = Some(s.clone());
-        }
+        entry.binding = Some(Binding {
+            node_name: node_name.clone(),
+            template_claims,
+            extended: extended_status.clone(),
+        });
         entry.result.status = PodState::Scheduled;
         entry.result.node = Some(node_name);
         entry.result.allocations = allocations;
@@ -1712,7 +2151,8 @@ impl<'a> Engine<'a> {
             })
             .collect();
         let steps = self.pods.iter().map(|e| e.result.steps).sum();
-        let tainted_devices = TaintView::new(&self.input.slices, &self.input.taint_rules)
+        let tainted_devices = self
+            .taints
             .tainted_devices()
             .into_iter()
             .map(|((driver, pool, device), taints)| {
@@ -1728,25 +2168,46 @@ impl<'a> Engine<'a> {
                 }
             })
             .collect();
+        let extended_resources = ExtendedResources {
+            mappings,
+            duplicates: self.mapping.duplicates().to_vec(),
+        };
+        let Engine {
+            options,
+            index,
+            devices,
+            classes,
+            claims,
+            pods: entries,
+            evictions,
+            would_evict,
+            notes,
+            class_decisions,
+            ..
+        } = self;
+        drop((index, devices, classes));
+        let mut results = Vec::with_capacity(entries.len());
+        let mut pod_changes = Vec::with_capacity(entries.len());
+        for entry in entries {
+            pod_changes.push((!entry.deleted).then_some(PodChanges {
+                uid: entry.uid,
+                binding: entry.binding,
+            }));
+            results.push(entry.result);
+        }
         Simulation {
-            node_pick: self.options.node_pick.name(),
-            results: self.pods.iter().map(|e| e.result.clone()).collect(),
-            evictions: self.evictions,
-            would_evict: self.would_evict,
+            node_pick: options.node_pick.name(),
+            results,
+            evictions,
+            would_evict,
             tainted_devices,
-            extended_resources: ExtendedResources {
-                mappings,
-                duplicates: self.mapping.duplicates().to_vec(),
-            },
-            notes: self.notes,
+            extended_resources,
+            notes,
             summary,
             steps,
-            pods: self
-                .pods
-                .iter()
-                .map(|e| (!e.deleted).then(|| e.object.clone()))
-                .collect(),
-            claims: self.claims.all().cloned().collect(),
+            pod_changes,
+            class_decisions,
+            claims: claims.into_all(),
         }
     }
 }

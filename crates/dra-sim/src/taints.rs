@@ -62,7 +62,7 @@ pub struct EvictionTime {
 #[derive(Debug, Default)]
 pub struct TaintView<'a> {
     /// (driver, pool, device) -> (slice name, taints of the device in that slice)
-    devices: BTreeMap<(String, String, String), (&'a str, &'a [DeviceTaint])>,
+    devices: BTreeMap<(&'a str, &'a str, &'a str), (&'a str, &'a [DeviceTaint])>,
     rules: Vec<&'a DeviceTaintRule>,
 }
 
@@ -83,7 +83,7 @@ impl<'a> TaintView<'a> {
             }
             for device in slice.spec.devices.iter().flatten() {
                 devices
-                    .entry((key.0.to_string(), key.1.to_string(), device.name.clone()))
+                    .entry((key.0, key.1, device.name.as_str()))
                     .or_insert((
                         slice.metadata.name.as_deref().unwrap_or_default(),
                         device.taints.as_deref().unwrap_or_default(),
@@ -114,10 +114,9 @@ impl<'a> TaintView<'a> {
                 &rule.spec.taint,
             ));
         }
-        if let Some((slice, taints)) =
-            self.devices
-                .get(&(driver.to_string(), pool.to_string(), device.to_string()))
-        {
+        // The map is covariant in its keys: borrowed for the shorter lifetime of the query.
+        let devices: &BTreeMap<(&str, &str, &str), (&'a str, &'a [DeviceTaint])> = &self.devices;
+        if let Some((slice, taints)) = devices.get(&(driver, pool, device)) {
             for taint in taints.iter() {
                 out.push((format!("ResourceSlice {slice}"), taint));
             }
@@ -128,8 +127,10 @@ impl<'a> TaintView<'a> {
     /// Every device of the current slices that has a taint, with its taints (rules first).
     pub fn tainted_devices(&self) -> Vec<((String, String, String), Vec<TaintSource>)> {
         self.devices
-            .keys()
-            .filter_map(|(driver, pool, device)| {
+            .iter()
+            // Without rules only the slices' taints count.
+            .filter(|(_, (_, taints))| !self.rules.is_empty() || !taints.is_empty())
+            .filter_map(|((driver, pool, device), _)| {
                 let taints: Vec<TaintSource> = self
                     .taints_of(driver, pool, device)
                     .into_iter()
@@ -141,8 +142,12 @@ impl<'a> TaintView<'a> {
                         time_added: taint.time_added.as_ref().map(|t| t.0.to_string()),
                     })
                     .collect();
-                (!taints.is_empty())
-                    .then(|| ((driver.clone(), pool.clone(), device.clone()), taints))
+                (!taints.is_empty()).then(|| {
+                    (
+                        (driver.to_string(), pool.to_string(), device.to_string()),
+                        taints,
+                    )
+                })
             })
             .collect()
     }

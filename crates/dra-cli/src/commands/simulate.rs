@@ -296,7 +296,8 @@ fn resulting_objects(
     for claim in &simulation.claims {
         push(&mut docs, claim)?;
     }
-    for pod in simulation.pods.iter().flatten() {
+    let input = SimInput::from_cluster(cluster);
+    for pod in simulation.resulting_pods(&input).iter().flatten() {
         push(&mut docs, pod)?;
     }
     all!(
