@@ -10,6 +10,7 @@
 //!   [`crate::selectors`], so no CEL expression is evaluated twice for the same device.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use dra_types::Quantity;
@@ -168,8 +169,27 @@ pub struct DeviceEntry {
     pub node_name: Option<String>,
     pub all_nodes: bool,
     pub node_selector: Option<NodeSelector>,
-    /// The CEL view of the device, built on first use.
+    /// The CEL view of the device, kept from its second use on ([`Index::cel_input`]).
     pub(crate) cel_input: OnceLock<dra_cel::DeviceInput>,
+    /// Whether the CEL view was built once already.
+    pub(crate) cel_input_asked: AtomicBool,
+}
+
+/// The CEL view of one device, kept in the index or built for one evaluation.
+pub(crate) enum CelInput<'i> {
+    Kept(&'i dra_cel::DeviceInput),
+    Fresh(dra_cel::DeviceInput),
+}
+
+impl std::ops::Deref for CelInput<'_> {
+    type Target = dra_cel::DeviceInput;
+
+    fn deref(&self) -> &dra_cel::DeviceInput {
+        match self {
+            CelInput::Kept(input) => input,
+            CelInput::Fresh(input) => input,
+        }
+    }
 }
 
 impl DeviceEntry {
@@ -370,6 +390,15 @@ impl Index {
                 config: spec.and_then(|s| s.config.clone()).unwrap_or_default(),
             });
         }
+        // Entries are large: room for all at once instead of growth slack.
+        index.slices.reserve(input.slices.len());
+        index.devices.reserve(
+            input
+                .slices
+                .iter()
+                .map(|s| s.spec.devices.as_ref().map_or(0, Vec::len))
+                .sum(),
+        );
         let mut strings = Interner::default();
         for slice in &input.slices {
             index.add_slice(slice, &input.taint_rules, &mut strings)?;
@@ -581,6 +610,7 @@ impl Index {
                 all_nodes: device.all_nodes == Some(true),
                 node_selector: device.node_selector.clone(),
                 cel_input: OnceLock::new(),
+                cel_input_asked: AtomicBool::new(false),
             });
         }
         let end = self.devices.len() as u32;
@@ -675,13 +705,24 @@ impl Index {
             .map(|(i, s)| (SliceIdx(i as u32), s))
     }
 
-    /// The CEL view of a device entry, built on first use.
-    pub(crate) fn cel_input(&self, idx: DeviceIdx) -> &dra_cel::DeviceInput {
+    /// The CEL view of a device entry. Selector sets cache their result per device, so a view
+    /// is needed again only when another set looks at the device: it is kept from its second
+    /// use on. (Keeping it from the first would hold a copy of every device's attributes in
+    /// large clusters where one selector set looks at every device once.)
+    pub(crate) fn cel_input(&self, idx: DeviceIdx) -> CelInput<'_> {
         let device = &self.devices[idx.0 as usize];
-        device.cel_input.get_or_init(|| {
+        if let Some(input) = device.cel_input.get() {
+            return CelInput::Kept(input);
+        }
+        let build = || {
             let driver = &self.slices[device.slice.0 as usize].driver;
             crate::selectors::build_cel_input(driver, device)
-        })
+        };
+        if device.cel_input_asked.swap(true, Ordering::AcqRel) {
+            CelInput::Kept(device.cel_input.get_or_init(build))
+        } else {
+            CelInput::Fresh(build())
+        }
     }
 }
 

@@ -266,6 +266,8 @@ impl SelectorSet {
     }
 
     fn evaluate(&self, index: &Index, device: DeviceIdx) -> Match {
+        // Built on the first selector that needs it, once per evaluation.
+        let mut input = None;
         for (origin, selectors) in [
             (SelectorOrigin::Class, &self.class_selectors),
             (SelectorOrigin::Request, &self.request_selectors),
@@ -282,7 +284,8 @@ impl SelectorSet {
                         });
                     }
                 };
-                match selector.evaluate(index.cel_input(device)) {
+                let input = input.get_or_insert_with(|| index.cel_input(device));
+                match selector.evaluate(input) {
                     Ok(true) => {}
                     Ok(false) => return Match::No,
                     Err(e) => {

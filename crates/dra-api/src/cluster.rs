@@ -119,6 +119,22 @@ macro_rules! kinds {
                 }
             }
 
+            /// Makes room in `cluster` for `objects` at once, kind by kind: objects are
+            /// large and stored inline, so growing one push at a time would leave up to
+            /// half of a large input's memory as slack.
+            pub(crate) fn reserve_in<'o>(
+                objects: impl Iterator<Item = &'o AnyObject> + Clone,
+                cluster: &mut Cluster,
+            ) {
+                $(
+                    let count = objects
+                        .clone()
+                        .filter(|o| matches!(o, AnyObject::$variant(_)))
+                        .count();
+                    cluster.$field.reserve(count);
+                )*
+            }
+
             pub(crate) fn push_into(self, source: Source, cluster: &mut Cluster) {
                 match self {
                     $( AnyObject::$variant(object) => cluster.$field.push(Located::new(source, *object)), )*
@@ -142,6 +158,26 @@ macro_rules! kinds {
                     }
                     return Some(
                         serde_path_to_error::deserialize::<_, $ty>(value)
+                            .map(|object| AnyObject::$variant(Box::new(object))),
+                    );
+                }
+            )*
+            None
+        }
+
+        /// Decodes the JSON text of one document straight into the kind named by
+        /// `api_version`/`kind`: `None` for a kind this crate does not load, `Some(None)`
+        /// when the text does not decode (then [`decode`] of its `Value` explains why).
+        pub(crate) fn decode_json(
+            api_version: &str,
+            kind: &str,
+            text: &str,
+        ) -> Option<Option<AnyObject>> {
+            $(
+                if api_version == <$ty as Resource>::API_VERSION && kind == <$ty as Resource>::KIND {
+                    return Some(
+                        serde_json::from_str::<$ty>(text)
+                            .ok()
                             .map(|object| AnyObject::$variant(Box::new(object))),
                     );
                 }

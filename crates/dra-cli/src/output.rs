@@ -42,17 +42,28 @@ impl Out {
 
     /// Writes a value as JSON or YAML (per `-o`); `table` callers print text themselves.
     pub fn data<T: Serialize>(&self, value: &T) -> Result<(), Failure> {
-        let text = match self.format {
-            OutputFormat::Yaml => serde_saphyr::to_string(value)
-                .map_err(|e| Failure::Internal(format!("cannot render YAML: {e}")))?,
-            OutputFormat::Json | OutputFormat::Table => {
-                let mut s = serde_json::to_string_pretty(value)
-                    .map_err(|e| Failure::Internal(format!("cannot render JSON: {e}")))?;
-                s.push('\n');
-                s
+        match self.format {
+            OutputFormat::Yaml => {
+                let text = serde_saphyr::to_string(value)
+                    .map_err(|e| Failure::Internal(format!("cannot render YAML: {e}")))?;
+                self.text(&text)
             }
-        };
-        self.text(&text)
+            OutputFormat::Json | OutputFormat::Table => {
+                // Streamed: a large simulation's document is as big as its input, and need not
+                // be held twice. Our types always serialise, so only IO can fail midway.
+                let mut writer = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+                serde_json::to_writer_pretty(&mut writer, value).map_err(|e| {
+                    match e.io_error_kind() {
+                        Some(kind) => Failure::from_io(io::Error::from(kind)),
+                        None => Failure::Internal(format!("cannot render JSON: {e}")),
+                    }
+                })?;
+                writer
+                    .write_all(b"\n")
+                    .and_then(|_| writer.flush())
+                    .map_err(Failure::from_io)
+            }
+        }
     }
 
     /// A diagnostic line on stderr. `level` is `error`, `warning` or `note`.

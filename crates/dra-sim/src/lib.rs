@@ -92,10 +92,11 @@ pub use extended::{
 };
 pub use fit::pod_node_name_and_selector_fit;
 pub use priority::pod_priority;
-pub use reference::run_first_fit;
+pub use reference::{run_first_fit, run_first_fit_snapshot};
 pub use report::{PodOutcome, PodResult, PodState, PodStatus, Report};
 pub use scheduler::{
     Binding, ExplainOptions, NodePick, NodeSampling, PodChanges, SimOptions, Simulation, simulate,
+    simulate_snapshot,
 };
 
 /// The objects a simulation reads, borrowed from the loader's cluster.
@@ -146,6 +147,26 @@ impl<'a> SimInput<'a> {
             &IndexOptions::default(),
         )
         .map_err(SimError::Index)
+    }
+}
+
+/// What a simulation keeps of the cluster's devices: the allocator's [`Index`] and the device
+/// taints. Once it is built, the simulation does not read the input's ResourceSlices again;
+/// they are the bulk of a large cluster's memory, so a caller that holds its own cluster can
+/// free them before simulating ([`simulate_snapshot`], [`run_first_fit_snapshot`]).
+#[derive(Debug)]
+pub struct Snapshot {
+    index: Index,
+    taints: taints::TaintView,
+}
+
+impl Snapshot {
+    /// Indexes the input's nodes, slices, classes and taint rules.
+    pub fn new(input: &SimInput<'_>) -> Result<Snapshot, SimError> {
+        Ok(Snapshot {
+            index: input.build_index()?,
+            taints: taints::TaintView::new(&input.slices, &input.taint_rules),
+        })
     }
 }
 

@@ -11,11 +11,20 @@ use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
 use crate::claims::{ClaimStore, PodClaimError};
 use crate::report::{PodOutcome, PodStatus, Report};
-use crate::{SimError, SimInput};
+use crate::{SimError, SimInput, Snapshot};
 
 /// Runs the reference loop over `input`.
 pub fn run_first_fit(input: &SimInput<'_>) -> Result<Report, SimError> {
-    let index = input.build_index()?;
+    run_first_fit_snapshot(input, Snapshot::new(input)?)
+}
+
+/// [`run_first_fit`] over a [`Snapshot`] built beforehand from the same input; the input's
+/// ResourceSlices are not read again.
+pub fn run_first_fit_snapshot(
+    input: &SimInput<'_>,
+    snapshot: Snapshot,
+) -> Result<Report, SimError> {
+    let index = snapshot.index;
     let mut claims = ClaimStore::new(input);
     let mut state = AllocatedState::new(&index);
     for (claim, allocation) in claims.allocated() {

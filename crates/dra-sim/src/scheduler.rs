@@ -42,6 +42,7 @@ use k8s_openapi::api::resource::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use serde::Serialize;
 
+use crate::Snapshot;
 use crate::claims::{ClaimStore, PodClaim, PodClaimError, pod_uid};
 use crate::classes::NodeClasses;
 use crate::devices::{ClaimKey, DeviceState, Requirement};
@@ -331,29 +332,21 @@ impl PodChanges {
 
 /// Runs the scheduler model over `input`.
 pub fn simulate(input: &SimInput<'_>, options: &SimOptions) -> Result<Simulation, SimError> {
-    let t0 = std::time::Instant::now();
-    let mut engine = Engine::new(input, options)?;
-    let t1 = std::time::Instant::now();
+    simulate_snapshot(input, Snapshot::new(input)?, options)
+}
+
+/// [`simulate`] over a [`Snapshot`] built beforehand from the same input; the input's
+/// ResourceSlices are not read again, so the caller may have freed them.
+pub fn simulate_snapshot(
+    input: &SimInput<'_>,
+    snapshot: Snapshot,
+    options: &SimOptions,
+) -> Result<Simulation, SimError> {
+    let mut engine = Engine::new(input, snapshot, options)?;
     engine.setup_running_pods();
     engine.run_evictions();
-    let t2 = std::time::Instant::now();
     engine.run_queue();
-    let t3 = std::time::Instant::now();
-    let out = engine.finish();
-    let t4 = std::time::Instant::now();
-    if std::env::var_os("DRA_SIM_TIMING").is_some() {
-        #[allow(clippy::print_stderr)]
-        {
-            eprintln!(
-                "TIMING new {:?} setup {:?} queue {:?} finish {:?}",
-                t1 - t0,
-                t2 - t1,
-                t3 - t2,
-                t4 - t3
-            );
-        }
-    }
-    Ok(out)
+    Ok(engine.finish())
 }
 
 fn key_of(meta: &ObjectMeta) -> (String, String) {
@@ -495,7 +488,7 @@ struct Engine<'a> {
     would_evict: Vec<WouldEvict>,
     notes: Vec<String>,
     /// Device taints of the input's slices and rules.
-    taints: TaintView<'a>,
+    taints: TaintView,
     /// The node classes while the queue runs with [`Engine::decide_by_class`] enabled.
     classes: Option<NodeClasses>,
     class_decisions: usize,
@@ -516,8 +509,12 @@ fn dra_failure(reason: &str) -> FitFailure {
 }
 
 impl<'a> Engine<'a> {
-    fn new(input: &'a SimInput<'a>, options: &'a SimOptions) -> Result<Engine<'a>, SimError> {
-        let index = input.build_index()?;
+    fn new(
+        input: &'a SimInput<'a>,
+        snapshot: Snapshot,
+        options: &'a SimOptions,
+    ) -> Result<Engine<'a>, SimError> {
+        let Snapshot { index, taints } = snapshot;
         let mapping = ExtendedResourceMapping::build(&input.classes);
         let claims = ClaimStore::new(input);
         let mut devices = DeviceState::new(&index);
@@ -629,7 +626,7 @@ impl<'a> Engine<'a> {
             classes: None,
             class_decisions: 0,
             pod_refs: std::cell::OnceCell::new(),
-            taints: TaintView::new(&input.slices, &input.taint_rules),
+            taints,
         })
     }
 

@@ -58,16 +58,20 @@ pub struct EvictionTime {
     pub reasons: Vec<EvictionReason>,
 }
 
-/// The current (highest generation) devices of each pool, and the rules, for lookups.
+/// The device taints of the current (highest generation) slices of each pool, and the rules,
+/// for lookups. It owns what it keeps, so the slices can be freed once it is built.
 #[derive(Debug, Default)]
-pub struct TaintView<'a> {
-    /// (driver, pool, device) -> (slice name, taints of the device in that slice)
-    devices: BTreeMap<(&'a str, &'a str, &'a str), (&'a str, &'a [DeviceTaint])>,
-    rules: Vec<&'a DeviceTaintRule>,
+pub struct TaintView {
+    /// (driver, pool, device) of every current device with a taint of its own -> (slice name,
+    /// the device's taints in that slice).
+    tainted: BTreeMap<(String, String, String), (String, Vec<DeviceTaint>)>,
+    /// Every current device, sorted; kept only when there are rules, which may select any.
+    all: Vec<(String, String, String)>,
+    rules: Vec<DeviceTaintRule>,
 }
 
-impl<'a> TaintView<'a> {
-    pub fn new(slices: &[&'a ResourceSlice], rules: &[&'a DeviceTaintRule]) -> TaintView<'a> {
+impl TaintView {
+    pub fn new(slices: &[&ResourceSlice], rules: &[&DeviceTaintRule]) -> TaintView {
         let mut newest: BTreeMap<(&str, &str), i64> = BTreeMap::new();
         for slice in slices {
             let g = newest
@@ -75,7 +79,8 @@ impl<'a> TaintView<'a> {
                 .or_insert(i64::MIN);
             *g = (*g).max(slice.spec.pool.generation);
         }
-        let mut devices = BTreeMap::new();
+        // The first slice that lists a device wins.
+        let mut devices: BTreeMap<(&str, &str, &str), (&str, &[DeviceTaint])> = BTreeMap::new();
         for slice in slices {
             let key = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
             if newest.get(&key) != Some(&slice.spec.pool.generation) {
@@ -90,16 +95,28 @@ impl<'a> TaintView<'a> {
                     ));
             }
         }
+        let owned = |(driver, pool, device): &(&str, &str, &str)| {
+            (driver.to_string(), pool.to_string(), device.to_string())
+        };
         TaintView {
-            devices,
-            rules: rules.to_vec(),
+            tainted: devices
+                .iter()
+                .filter(|(_, (_, taints))| !taints.is_empty())
+                .map(|(key, (slice, taints))| (owned(key), (slice.to_string(), taints.to_vec())))
+                .collect(),
+            all: if rules.is_empty() {
+                Vec::new()
+            } else {
+                devices.keys().map(owned).collect()
+            },
+            rules: rules.iter().map(|r| (*r).clone()).collect(),
         }
     }
 
     /// Every taint of a device with its origin: rules first (by name), then the slice's taints.
-    fn taints_of(&self, driver: &str, pool: &str, device: &str) -> Vec<(String, &'a DeviceTaint)> {
+    fn taints_of(&self, driver: &str, pool: &str, device: &str) -> Vec<(String, &DeviceTaint)> {
         let mut out = Vec::new();
-        let mut rules: Vec<&&DeviceTaintRule> = self
+        let mut rules: Vec<&DeviceTaintRule> = self
             .rules
             .iter()
             .filter(|r| taint_rule_selects(r, driver, pool, device))
@@ -114,10 +131,9 @@ impl<'a> TaintView<'a> {
                 &rule.spec.taint,
             ));
         }
-        // The map is covariant in its keys: borrowed for the shorter lifetime of the query.
-        let devices: &BTreeMap<(&str, &str, &str), (&'a str, &'a [DeviceTaint])> = &self.devices;
-        if let Some((slice, taints)) = devices.get(&(driver, pool, device)) {
-            for taint in taints.iter() {
+        let key = (driver.to_string(), pool.to_string(), device.to_string());
+        if let Some((slice, taints)) = self.tainted.get(&key) {
+            for taint in taints {
                 out.push((format!("ResourceSlice {slice}"), taint));
             }
         }
@@ -126,11 +142,16 @@ impl<'a> TaintView<'a> {
 
     /// Every device of the current slices that has a taint, with its taints (rules first).
     pub fn tainted_devices(&self) -> Vec<((String, String, String), Vec<TaintSource>)> {
-        self.devices
-            .iter()
-            // Without rules only the slices' taints count.
-            .filter(|(_, (_, taints))| !self.rules.is_empty() || !taints.is_empty())
-            .filter_map(|((driver, pool, device), _)| {
+        // Without rules only the slices' taints count.
+        let candidates: Vec<&(String, String, String)> = if self.rules.is_empty() {
+            self.tainted.keys().collect()
+        } else {
+            self.all.iter().collect()
+        };
+        candidates
+            .into_iter()
+            .filter_map(|key| {
+                let (driver, pool, device) = key;
                 let taints: Vec<TaintSource> = self
                     .taints_of(driver, pool, device)
                     .into_iter()
@@ -142,12 +163,7 @@ impl<'a> TaintView<'a> {
                         time_added: taint.time_added.as_ref().map(|t| t.0.to_string()),
                     })
                     .collect();
-                (!taints.is_empty()).then(|| {
-                    (
-                        (driver.to_string(), pool.to_string(), device.to_string()),
-                        taints,
-                    )
-                })
+                (!taints.is_empty()).then(|| (key.clone(), taints))
             })
             .collect()
     }

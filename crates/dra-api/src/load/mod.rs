@@ -8,9 +8,11 @@
 //! not depend on threads.
 
 mod document;
+mod head;
 mod split;
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -19,11 +21,12 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 
-use crate::cluster::{AnyObject, Cluster, decode, supported_kinds};
+use crate::cluster::{AnyObject, Cluster, decode, decode_json, supported_kinds};
 use crate::defaults::apply_object_defaults;
 use crate::diagnostic::Diagnostic;
 use crate::source::{ObjectRef, Source};
 use document::{DocRoot, LineTree, Step};
+use head::Head;
 use split::{Chunk, split_documents};
 
 /// How to load. `Default` suits command-line use.
@@ -188,7 +191,8 @@ struct Loader<'a> {
     cluster: Cluster,
     diagnostics: Vec<Diagnostic>,
     /// First definition of each (kind, namespace, name).
-    seen: BTreeMap<(&'static str, String, String), Source>,
+    /// Only looked up, never iterated, so its order cannot show.
+    seen: HashMap<(&'static str, String, String), Source>,
 }
 
 impl<'a> Loader<'a> {
@@ -197,7 +201,7 @@ impl<'a> Loader<'a> {
             options,
             cluster: Cluster::default(),
             diagnostics: Vec::new(),
-            seen: BTreeMap::new(),
+            seen: HashMap::new(),
         }
     }
 
@@ -252,6 +256,12 @@ impl<'a> Loader<'a> {
         };
         let threads = self.thread_count(text.len(), chunks.len());
         let outputs = parse_chunks(&file, &chunks, self.options, threads);
+        AnyObject::reserve_in(
+            outputs
+                .iter()
+                .flat_map(|o| o.objects.iter().map(|d| &d.object)),
+            &mut self.cluster,
+        );
         for output in outputs {
             self.diagnostics.extend(output.diagnostics);
             for decoded in output.objects {
@@ -285,22 +295,25 @@ impl<'a> Loader<'a> {
                 String::new()
             };
             let key = (info.kind, namespace, name);
-            match self.seen.get(&key) {
-                Some(first) => {
-                    let (kind, namespace, name) = &key;
+            match self.seen.entry(key) {
+                Entry::Occupied(first) => {
+                    let (kind, namespace, name) = first.key();
                     let object = ObjectRef::new(
                         *kind,
                         info.namespaced.then_some(namespace.as_str()),
                         name.clone(),
                     );
                     self.diagnostics.push(
-                        Diagnostic::error(format!("duplicate object: already defined at {first}"))
-                            .at(decoded.source.clone())
-                            .on(object),
+                        Diagnostic::error(format!(
+                            "duplicate object: already defined at {}",
+                            first.get()
+                        ))
+                        .at(decoded.source.clone())
+                        .on(object),
                     );
                 }
-                None => {
-                    self.seen.insert(key, decoded.source.clone());
+                Entry::Vacant(slot) => {
+                    slot.insert(decoded.source.clone());
                 }
             }
         }
@@ -414,6 +427,11 @@ fn parse_chunk(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> Chun
     // which knows the line of every item; so does anything serde_json rejects, to get
     // YAML's error message. serde_json bounds nesting itself (128 levels).
     if chunk.text.trim_start().starts_with(['{', '['])
+        && let Some(output) = json_direct(file, chunk, options)
+    {
+        return output;
+    }
+    if chunk.text.trim_start().starts_with(['{', '['])
         && let Ok(docs) = json_stream(chunk.text)
         && docs.iter().all(|(_, d)| !has_items(&d.value))
     {
@@ -452,21 +470,43 @@ fn parse_chunk(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> Chun
     documents(file, chunk, options, docs)
 }
 
+/// Lines of the values of a JSON stream, counted incrementally: a stream may hold many values.
+struct StreamLines {
+    counted_to: usize,
+    line: usize,
+}
+
+impl Default for StreamLines {
+    fn default() -> Self {
+        StreamLines {
+            counted_to: 0,
+            line: 1,
+        }
+    }
+}
+
+impl StreamLines {
+    /// The byte offset and 1-based line where the next value starts, given the stream's
+    /// position after the previous one.
+    fn next_value(&mut self, text: &str, position: usize) -> (usize, usize) {
+        let rest = &text[position..];
+        let value_start = position + (rest.len() - rest.trim_start().len());
+        self.line += text.as_bytes()[self.counted_to..value_start]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count();
+        self.counted_to = value_start;
+        (value_start, self.line)
+    }
+}
+
 /// A stream of JSON values (`{..} {..}`), each with the line it starts on.
 fn json_stream(text: &str) -> Result<Vec<(u32, DocRoot)>, (String, u32)> {
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
     let mut docs = Vec::new();
-    // Lines are counted incrementally: the stream may hold many values.
-    let (mut counted_to, mut line) = (0usize, 1usize);
+    let mut lines = StreamLines::default();
     loop {
-        let start = stream.byte_offset();
-        let rest = &text[start..];
-        let value_start = start + (rest.len() - rest.trim_start().len());
-        line += text.as_bytes()[counted_to..value_start]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
-        counted_to = value_start;
+        let (_, line) = lines.next_value(text, stream.byte_offset());
         match stream.next() {
             None => return Ok(docs),
             Some(Ok(value)) => docs.push((
@@ -485,6 +525,77 @@ fn json_stream(text: &str) -> Result<Vec<(u32, DocRoot)>, (String, u32)> {
             }
         }
     }
+}
+
+/// The JSON documents of a chunk decoded without building a `Value` per object (see
+/// [`head`]), streaming one document after the other. `None` when the chunk must go the
+/// generic way: it is not a JSON stream, or a document has items whose lines only the
+/// YAML parser records.
+fn json_direct(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> Option<ChunkOutput> {
+    let text = chunk.text;
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Head>();
+    let mut output = ChunkOutput::default();
+    let lines = OnceLock::new();
+    let mut stream_lines = StreamLines::default();
+    for doc_index in 0.. {
+        let (value_start, line) = stream_lines.next_value(text, stream.byte_offset());
+        let head = match stream.next() {
+            None => break,
+            Some(Ok(head)) => head,
+            Some(Err(_)) => return None,
+        };
+        if head.has_items {
+            return None;
+        }
+        let doc_text = &text[value_start..stream.byte_offset()];
+        let ctx = DocContext {
+            file,
+            chunk,
+            options,
+            doc_index,
+            lines: &lines,
+        };
+        let doc_line = ctx.at_line(line_u32(line));
+        if let Some(object) = direct_object(&head, doc_text) {
+            output.objects.push(Decoded {
+                source: ctx.source(doc_line),
+                object,
+            });
+            continue;
+        }
+        // Everything else (errors included) as before, from the document's `Value`.
+        let value = serde_json::from_str::<Value>(doc_text).ok()?;
+        ctx.document(
+            DocRoot {
+                value,
+                item_lines: Vec::new(),
+            },
+            doc_line,
+            &mut output,
+        );
+    }
+    Some(output)
+}
+
+/// A plain object of a loaded kind decoded straight from its text, defaults applied;
+/// `None` for anything [`DocContext::object`] has to look at (lists, missing or old
+/// versions, unknown kinds, type errors).
+fn direct_object(head: &Head, text: &str) -> Option<AnyObject> {
+    let (Some(api_version), Some(kind)) = (head.api_version.as_deref(), head.kind.as_deref())
+    else {
+        return None;
+    };
+    // The cases `documents` and `DocContext::object` treat specially.
+    if !head.is_object
+        || api_version.is_empty()
+        || kind == "List"
+        || OLD_RESOURCE_VERSIONS.contains(&api_version) && DRA_KINDS.contains(&kind)
+    {
+        return None;
+    }
+    let mut object = decode_json(api_version, kind, text)??;
+    apply_object_defaults(&mut object);
+    Some(object)
 }
 
 /// Turns the documents of a chunk (with their chunk-relative lines) into objects
@@ -506,23 +617,7 @@ fn documents(
             lines: &lines,
         };
         let doc_line = ctx.at_line(relative_line);
-        match root.value {
-            Value::Array(items) => {
-                for (i, item) in items.into_iter().enumerate() {
-                    let line = root.item_lines.get(i).map_or(doc_line, |&l| ctx.at_line(l));
-                    ctx.object(item, vec![Step::Index(i)], line, None, &mut output);
-                }
-            }
-            Value::Object(_) if is_list(&root.value) => ctx.list(root, doc_line, &mut output),
-            Value::Object(_) => ctx.object(root.value, Vec::new(), doc_line, None, &mut output),
-            other => output.diagnostics.push(
-                Diagnostic::error(format!(
-                    "expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
-                    describe(&other)
-                ))
-                .at(Source::new(file.clone(), doc_line)),
-            ),
-        }
+        ctx.document(root, doc_line, &mut output);
     }
     output
 }
@@ -593,6 +688,30 @@ impl DocContext<'_> {
         self.chunk
             .first_line
             .saturating_add(relative.saturating_sub(1))
+    }
+
+    /// Decodes one document starting on `doc_line`.
+    fn document(&self, root: DocRoot, doc_line: u32, output: &mut ChunkOutput) {
+        match root.value {
+            Value::Array(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    let line = root
+                        .item_lines
+                        .get(i)
+                        .map_or(doc_line, |&l| self.at_line(l));
+                    self.object(item, vec![Step::Index(i)], line, None, output);
+                }
+            }
+            Value::Object(_) if is_list(&root.value) => self.list(root, doc_line, output),
+            Value::Object(_) => self.object(root.value, Vec::new(), doc_line, None, output),
+            other => output.diagnostics.push(
+                Diagnostic::error(format!(
+                    "expected a Kubernetes object (a mapping with apiVersion and kind), found {}",
+                    describe(&other)
+                ))
+                .at(self.source(doc_line)),
+            ),
+        }
     }
 
     fn line_tree(&self) -> Option<&LineTree> {

@@ -317,12 +317,17 @@ fn measure(suite: &Suite, size: u32) -> Result<Figures, Failure> {
     // not keep the text.
     let input_bytes = text.len();
     drop(text);
-    let input = dra_sim::SimInput::from_cluster(&loaded.cluster);
+    let mut cluster = loaded.cluster;
+    let snapshot = dra_sim::Snapshot::new(&dra_sim::SimInput::from_cluster(&cluster))
+        .map_err(|e| Failure::Internal(e.to_string()))?;
+    // As `dra simulate` does: the snapshot holds what the simulation needs of the slices.
+    cluster.resource_slices = Vec::new();
+    let input = dra_sim::SimInput::from_cluster(&cluster);
     // The clock stops when the answer is there, before it is freed.
     let (pods, scheduled, allocate_calls, steps, done) = match suite.mode {
         Mode::FirstFit => {
-            let report =
-                dra_sim::run_first_fit(&input).map_err(|e| Failure::Internal(e.to_string()))?;
+            let report = dra_sim::run_first_fit_snapshot(&input, snapshot)
+                .map_err(|e| Failure::Internal(e.to_string()))?;
             let done = Instant::now();
             let scheduled = report
                 .results
@@ -338,8 +343,9 @@ fn measure(suite: &Suite, size: u32) -> Result<Figures, Failure> {
             )
         }
         Mode::Scored => {
-            let simulation = dra_sim::simulate(&input, &dra_sim::SimOptions::default())
-                .map_err(|e| Failure::Internal(e.to_string()))?;
+            let simulation =
+                dra_sim::simulate_snapshot(&input, snapshot, &dra_sim::SimOptions::default())
+                    .map_err(|e| Failure::Internal(e.to_string()))?;
             let done = Instant::now();
             let calls = simulation
                 .results

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use dra_sim::scheduler::{Eviction, Simulation};
-use dra_sim::{PodResult, PodState, PodStatus, Report, SimInput, SimOptions};
+use dra_sim::{PodResult, PodState, PodStatus, Report, SimInput, SimOptions, Snapshot};
 use k8s_openapi::api::resource::v1::AllocationResult;
 
 use crate::Failure;
@@ -18,10 +18,17 @@ use crate::input;
 use crate::output::Out;
 
 pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
-    let loaded = input::load(out, &args.inputs.files)?;
+    let mut loaded = input::load(out, &args.inputs.files)?;
+    let snapshot = Snapshot::new(&SimInput::from_cluster(&loaded.cluster))
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    // The snapshot holds what the simulation needs of the slices, which are most of a large
+    // cluster's memory; only `-o yaml` prints them again.
+    if out.format != OutputFormat::Yaml {
+        loaded.cluster.resource_slices = Vec::new();
+    }
     let sim_input = SimInput::from_cluster(&loaded.cluster);
     let pick = match args.node_pick {
-        NodePick::FirstFit => return run_reference(out, &sim_input),
+        NodePick::FirstFit => return run_reference(out, &sim_input, snapshot),
         NodePick::Scored => dra_sim::NodePick::Scored,
         NodePick::MostAllocated => dra_sim::NodePick::MostAllocated,
     };
@@ -29,8 +36,8 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
         node_pick: pick,
         ..SimOptions::default()
     };
-    let simulation =
-        dra_sim::simulate(&sim_input, &options).map_err(|e| Failure::Input(e.to_string()))?;
+    let simulation = dra_sim::simulate_snapshot(&sim_input, snapshot, &options)
+        .map_err(|e| Failure::Input(e.to_string()))?;
     match out.format {
         OutputFormat::Json => out.data(&simulation)?,
         OutputFormat::Yaml => out.text(&resulting_objects(&loaded.cluster, &simulation)?)?,
@@ -49,8 +56,9 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
 /// The conformance reference loop. Its document is the answer, pending pods included, so it
 /// exits 0 whenever it ran: `conformance/compare.py` treats any other exit code as a failed
 /// case.
-fn run_reference(out: &Out, input: &SimInput<'_>) -> Result<(), Failure> {
-    let report = dra_sim::run_first_fit(input).map_err(|e| Failure::Input(e.to_string()))?;
+fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: Snapshot) -> Result<(), Failure> {
+    let report = dra_sim::run_first_fit_snapshot(input, snapshot)
+        .map_err(|e| Failure::Input(e.to_string()))?;
     match out.format {
         OutputFormat::Json | OutputFormat::Yaml => out.data(&report),
         OutputFormat::Table => out.text(&render_reference(&report)),

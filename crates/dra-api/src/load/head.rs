@@ -1,0 +1,326 @@
+//! A first look at a JSON document without building its data.
+//!
+//! The JSON path of the loader reads each document twice: once with [`Head`], which
+//! accepts exactly what a `serde_json::Value` accepts (same grammar, same nesting limit,
+//! because it asks the deserializer for every node the way `Value` does) but keeps only
+//! what dispatch needs, and then straight into the k8s-openapi type named by its
+//! `apiVersion` and `kind`. That avoids building (and freeing) a `Value` tree per
+//! object, which dominated the time and transient memory of large inputs. Anything the
+//! direct route cannot decode goes the generic way, so answers and messages do not change.
+
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// What dispatch needs from a document, with `Value` semantics: a later duplicate key
+/// replaces an earlier one, and a non-string `apiVersion`/`kind` counts as absent.
+#[derive(Debug, Default)]
+pub(crate) struct Head {
+    /// The document is a mapping (otherwise a list or a scalar).
+    pub(crate) is_object: bool,
+    pub(crate) api_version: Option<String>,
+    pub(crate) kind: Option<String>,
+    /// A top-level array, or a mapping whose `items` is a list: documents whose entries
+    /// need their own lines.
+    pub(crate) has_items: bool,
+}
+
+impl<'de> Deserialize<'de> for Head {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(HeadVisitor)
+    }
+}
+
+struct HeadVisitor;
+
+impl<'de> Visitor<'de> for HeadVisitor {
+    type Value = Head;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON document")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Head, E> {
+        Ok(Head::default())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Head, E> {
+        Ok(Head::default())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Head, E> {
+        Ok(Head::default())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Head, E> {
+        Ok(Head::default())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Head, E> {
+        Ok(Head::default())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Head, E> {
+        Ok(Head::default())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Head, E> {
+        Ok(Head::default())
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Head, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Head, A::Error> {
+        SkipVisitor.visit_seq(seq)?;
+        Ok(Head {
+            has_items: true,
+            ..Head::default()
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+        let mut head = Head {
+            is_object: true,
+            ..Head::default()
+        };
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "apiVersion" => head.api_version = map.next_value::<StringOrSkip>()?.0,
+                "kind" => head.kind = map.next_value::<StringOrSkip>()?.0,
+                "items" => head.has_items = map.next_value::<IsList>()?.0,
+                _ => {
+                    map.next_value::<Skip>()?;
+                }
+            }
+        }
+        Ok(head)
+    }
+}
+
+/// Any value, read and dropped.
+struct Skip;
+
+impl<'de> Deserialize<'de> for Skip {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SkipVisitor)
+    }
+}
+
+struct SkipVisitor;
+
+impl<'de> Visitor<'de> for SkipVisitor {
+    type Value = Skip;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Skip, E> {
+        Ok(Skip)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Skip, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
+        while seq.next_element::<Skip>()?.is_some() {}
+        Ok(Skip)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
+        while map.next_key::<Skip>()?.is_some() {
+            map.next_value::<Skip>()?;
+        }
+        Ok(Skip)
+    }
+}
+
+/// A string value, or `None` for any other value (read and dropped).
+struct StringOrSkip(Option<String>);
+
+impl<'de> Deserialize<'de> for StringOrSkip {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct StringVisitor;
+
+        impl<'de> Visitor<'de> for StringVisitor {
+            type Value = StringOrSkip;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any value")
+            }
+
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<StringOrSkip, E> {
+                Ok(StringOrSkip(None))
+            }
+
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<StringOrSkip, E> {
+                Ok(StringOrSkip(None))
+            }
+
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<StringOrSkip, E> {
+                Ok(StringOrSkip(None))
+            }
+
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<StringOrSkip, E> {
+                Ok(StringOrSkip(None))
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StringOrSkip, E> {
+                Ok(StringOrSkip(Some(v.to_string())))
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<StringOrSkip, E> {
+                Ok(StringOrSkip(None))
+            }
+
+            fn visit_none<E: de::Error>(self) -> Result<StringOrSkip, E> {
+                Ok(StringOrSkip(None))
+            }
+
+            fn visit_some<D: Deserializer<'de>>(
+                self,
+                deserializer: D,
+            ) -> Result<StringOrSkip, D::Error> {
+                deserializer.deserialize_any(self)
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<StringOrSkip, A::Error> {
+                SkipVisitor.visit_seq(seq)?;
+                Ok(StringOrSkip(None))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<StringOrSkip, A::Error> {
+                SkipVisitor.visit_map(map)?;
+                Ok(StringOrSkip(None))
+            }
+        }
+
+        deserializer.deserialize_any(StringVisitor)
+    }
+}
+
+/// Whether a value is a list (read and dropped either way).
+struct IsList(bool);
+
+impl<'de> Deserialize<'de> for IsList {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ListVisitor;
+
+        impl<'de> Visitor<'de> for ListVisitor {
+            type Value = IsList;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any value")
+            }
+
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+
+            fn visit_str<E: de::Error>(self, _: &str) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+
+            fn visit_none<E: de::Error>(self) -> Result<IsList, E> {
+                Ok(IsList(false))
+            }
+
+            fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<IsList, D::Error> {
+                deserializer.deserialize_any(self)
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<IsList, A::Error> {
+                SkipVisitor.visit_seq(seq)?;
+                Ok(IsList(true))
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<IsList, A::Error> {
+                SkipVisitor.visit_map(map)?;
+                Ok(IsList(false))
+            }
+        }
+
+        deserializer.deserialize_any(ListVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn head(text: &str) -> Head {
+        serde_json::from_str(text).unwrap()
+    }
+
+    #[test]
+    fn reads_dispatch_fields_like_a_value() {
+        let h = head(r#"{"kind":"Pod","apiVersion":"v1","spec":{"a":[1,{"b":null}]}}"#);
+        assert!(h.is_object && !h.has_items);
+        assert_eq!(h.api_version.as_deref(), Some("v1"));
+        assert_eq!(h.kind.as_deref(), Some("Pod"));
+        // a later duplicate replaces an earlier one; non-strings count as absent
+        let h = head(r#"{"kind":"Pod","kind":5,"apiVersion":"v1","apiVersion":"x"}"#);
+        assert_eq!((h.api_version.as_deref(), h.kind), (Some("x"), None));
+        assert!(head(r#"{"items":[]}"#).has_items);
+        assert!(!head(r#"{"items":{}}"#).has_items);
+        assert!(head("[1]").has_items);
+        assert!(!head("7").is_object);
+    }
+
+    #[test]
+    fn rejects_what_a_value_rejects() {
+        let deep = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
+        assert!(serde_json::from_str::<serde_json::Value>(&deep).is_err());
+        assert!(serde_json::from_str::<Head>(&deep).is_err());
+        for bad in [r#"{"a":"\ud800"}"#, r#"{"a":1e999}"#, r#"{"a":tru}"#] {
+            assert!(
+                serde_json::from_str::<serde_json::Value>(bad).is_err(),
+                "{bad}"
+            );
+            assert!(serde_json::from_str::<Head>(bad).is_err(), "{bad}");
+        }
+    }
+}
