@@ -47,12 +47,22 @@ type Compiled = Arc<Result<dra_cel::Selector, String>>;
 #[derive(Debug)]
 pub struct SelectorSet {
     pub class: ClassId,
+    /// Equal for sets whose class and request expressions are equal (classes that differ only
+    /// in name, as with one class per extended resource): such sets select alike, fail alike
+    /// (a [`SelectorFailure`] does not name the class) and share their results.
+    pub content_id: u32,
     class_selectors: Vec<Compiled>,
     request_selectors: Vec<Compiled>,
+    results: Arc<SharedResults>,
+}
+
+/// What a selector set computes, shared by all sets with the same expressions.
+#[derive(Debug)]
+struct SharedResults {
     /// 0 = not evaluated, 1 = no, 2 = yes, 3 = failed (details in `failures`).
-    results: Box<[AtomicU8]>,
+    codes: Box<[AtomicU8]>,
     failures: Mutex<BTreeMap<u32, SelectorFailure>>,
-    /// Per node (allocated on first use): the devices of the node's usable pools this set
+    /// Per node (allocated on first use): the devices of the node's usable pools the set
     /// selects, in search order.
     per_node: OnceLock<Box<[OnceLock<Arc<Candidates>>]>>,
 }
@@ -85,9 +95,13 @@ pub struct SelSetId {
     pub set: Arc<SelectorSet>,
 }
 
+/// The expressions of a set: the class's (`None`: not a CEL selector), then the request's.
+type Content = (Vec<Option<String>>, Vec<String>);
+
 #[derive(Debug, Default)]
 struct Interner {
     by_key: HashMap<(ClassId, Vec<String>), SelSetId>,
+    by_content: HashMap<Content, (u32, Arc<SharedResults>)>,
     count: u32,
 }
 
@@ -142,15 +156,30 @@ impl SelectorCache {
         if let Some(id) = interner.by_key.get(&key) {
             return id.clone();
         }
+        let content: Content = (class_entry.selectors.clone(), expressions.to_vec());
+        let next_content = interner.by_content.len() as u32;
+        let (content_id, results) = interner
+            .by_content
+            .entry(content)
+            .or_insert_with(|| {
+                (
+                    next_content,
+                    Arc::new(SharedResults {
+                        codes: (0..index.devices.len()).map(|_| AtomicU8::new(0)).collect(),
+                        failures: Mutex::new(BTreeMap::new()),
+                        per_node: OnceLock::new(),
+                    }),
+                )
+            })
+            .clone();
         let id = SelSetId {
             id: interner.count,
             set: Arc::new(SelectorSet {
                 class,
+                content_id,
                 class_selectors,
                 request_selectors,
-                results: (0..index.devices.len()).map(|_| AtomicU8::new(0)).collect(),
-                failures: Mutex::new(BTreeMap::new()),
-                per_node: OnceLock::new(),
+                results,
             }),
         };
         interner.count += 1;
@@ -162,11 +191,12 @@ impl SelectorCache {
 impl SelectorSet {
     /// Evaluates (or recalls) the set on a device entry.
     pub fn matches(&self, index: &Index, device: DeviceIdx) -> Match {
-        match self.results[device.0 as usize].load(Ordering::Acquire) {
+        match self.results.codes[device.0 as usize].load(Ordering::Acquire) {
             1 => return Match::No,
             2 => return Match::Yes,
             3 => {
                 if let Some(f) = self
+                    .results
                     .failures
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -182,14 +212,15 @@ impl SelectorSet {
             Match::No => 1,
             Match::Yes => 2,
             Match::Failed(f) => {
-                self.failures
+                self.results
+                    .failures
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .insert(device.0, f.clone());
                 3
             }
         };
-        self.results[device.0 as usize].store(code, Ordering::Release);
+        self.results.codes[device.0 as usize].store(code, Ordering::Release);
         outcome
     }
 
@@ -198,6 +229,7 @@ impl SelectorSet {
     /// only reported by the search when it reaches the device.
     pub fn candidates(&self, index: &Index, node: NodeId, pools: &NodePools) -> Arc<Candidates> {
         let per_node = self
+            .results
             .per_node
             .get_or_init(|| (0..index.nodes.len()).map(|_| OnceLock::new()).collect());
         per_node[node.0 as usize]
@@ -258,7 +290,7 @@ impl SelectorSet {
 
     /// The result if already known, without evaluating.
     pub fn known(&self, device: DeviceIdx) -> Option<bool> {
-        match self.results[device.0 as usize].load(Ordering::Acquire) {
+        match self.results.codes[device.0 as usize].load(Ordering::Acquire) {
             1 => Some(false),
             2 => Some(true),
             _ => None,
@@ -330,4 +362,73 @@ pub(crate) fn build_cel_input(driver: &str, device: &DeviceEntry) -> dra_cel::De
             .map(|(name, c)| (&**name, c.value.clone())),
         device.allow_multiple_allocations,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{IndexInput, IndexOptions};
+    use k8s_openapi::api::resource::v1::{DeviceClass, ResourceSlice};
+
+    fn class(name: &str, expression: &str) -> DeviceClass {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name},
+            "spec": {"selectors": [{"cel": {"expression": expression}}]}
+        }))
+        .expect("a valid class")
+    }
+
+    #[test]
+    fn sets_with_equal_expressions_share_results_and_failures() {
+        let slice: ResourceSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": "dom", "nodeName": "n", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": "with", "attributes": {"x": {"int": 1}}},
+                    {"name": "without"}
+                ]
+            }
+        }))
+        .expect("a valid slice");
+        let classes = [
+            class("a", "device.attributes['dom'].x == 1"),
+            class("b", "device.attributes['dom'].x == 1"),
+            class("c", "device.driver == 'dom'"),
+        ];
+        let index = Index::build(
+            &IndexInput {
+                nodes: Vec::new(),
+                slices: vec![&slice],
+                classes: classes.iter().collect(),
+                taint_rules: Vec::new(),
+            },
+            &IndexOptions::default(),
+        )
+        .expect("builds");
+        let set = |name: &str| {
+            let class = index.class(name).expect("known class");
+            index.selectors.intern(&index, class, &[])
+        };
+        let (a, b, c) = (set("a"), set("b"), set("c"));
+        assert_ne!(a.id, b.id, "one set per class");
+        assert_eq!(a.set.content_id, b.set.content_id);
+        assert_ne!(a.set.content_id, c.set.content_id);
+
+        let (with, without) = (DeviceIdx(0), DeviceIdx(1));
+        assert_eq!(a.set.matches(&index, with), Match::Yes);
+        // Known to b without evaluating; unknown to c, whose expression differs.
+        assert_eq!(b.set.known(with), Some(true));
+        assert_eq!(c.set.known(with), None);
+        let Match::Failed(failure) = a.set.matches(&index, without) else {
+            panic!("a missing attribute is a runtime error");
+        };
+        assert!(
+            failure.message.contains("no such key"),
+            "{}",
+            failure.message
+        );
+        assert_eq!(b.set.matches(&index, without), Match::Failed(failure));
+        assert_eq!(c.set.matches(&index, without), Match::Yes);
+    }
 }

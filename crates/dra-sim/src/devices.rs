@@ -47,7 +47,8 @@ struct Table {
     failing: bool,
 }
 
-/// Identity of a family of candidate tables: selector set id and the tolerations (serialised).
+/// Identity of a family of candidate tables: the selector set's content id and the tolerations
+/// (serialised).
 type TableKey = (u32, String);
 
 /// Index of a registered table family.
@@ -330,8 +331,9 @@ impl DeviceState {
     /// The family of a request spec, registered on first use.
     fn family(&mut self, spec: &RequestSpec) -> Option<FamilyId> {
         let set = spec.selector_set.as_ref()?;
+        // By content: sets that differ only in their class's name select alike.
         let key = (
-            set.id,
+            set.set.content_id,
             serde_json::to_string(&spec.tolerations).unwrap_or_default(),
         );
         if let Some(id) = self.family_ids.get(&key) {
