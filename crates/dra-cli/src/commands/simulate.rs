@@ -27,27 +27,53 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
         loaded.cluster.resource_slices = Vec::new();
     }
     let sim_input = SimInput::from_cluster(&loaded.cluster);
-    let pick = match args.node_pick {
-        NodePick::FirstFit => return run_reference(out, &sim_input, snapshot),
-        NodePick::Scored => dra_sim::NodePick::Scored,
-        NodePick::MostAllocated => dra_sim::NodePick::MostAllocated,
+    let result = match args.node_pick {
+        NodePick::FirstFit => run_reference(out, &sim_input, snapshot),
+        NodePick::Scored => run_model(
+            out,
+            &loaded.cluster,
+            &sim_input,
+            snapshot,
+            dra_sim::NodePick::Scored,
+        ),
+        NodePick::MostAllocated => run_model(
+            out,
+            &loaded.cluster,
+            &sim_input,
+            snapshot,
+            dra_sim::NodePick::MostAllocated,
+        ),
     };
+    drop(sim_input);
+    crate::leave_to_exit(loaded);
+    result
+}
+
+/// The scheduler model.
+fn run_model(
+    out: &Out,
+    cluster: &dra_api::Cluster,
+    sim_input: &SimInput<'_>,
+    snapshot: Snapshot,
+    pick: dra_sim::NodePick,
+) -> Result<(), Failure> {
     let options = SimOptions {
         node_pick: pick,
         ..SimOptions::default()
     };
-    let simulation = dra_sim::simulate_snapshot(&sim_input, snapshot, &options)
+    let simulation = dra_sim::simulate_snapshot(sim_input, snapshot, &options)
         .map_err(|e| Failure::Input(e.to_string()))?;
     match out.format {
         OutputFormat::Json => out.data(&simulation)?,
-        OutputFormat::Yaml => out.text(&resulting_objects(&loaded.cluster, &simulation)?)?,
+        OutputFormat::Yaml => out.text(&resulting_objects(cluster, &simulation)?)?,
         OutputFormat::Table => out.text(&render(&simulation))?,
     }
-    if simulation
+    let pending = simulation
         .results
         .iter()
-        .any(|r| matches!(r.status, PodState::Unschedulable | PodState::Error))
-    {
+        .any(|r| matches!(r.status, PodState::Unschedulable | PodState::Error));
+    crate::leave_to_exit(simulation);
+    if pending {
         return Err(Failure::Findings);
     }
     Ok(())
@@ -59,10 +85,12 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
 fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: Snapshot) -> Result<(), Failure> {
     let report = dra_sim::run_first_fit_snapshot(input, snapshot)
         .map_err(|e| Failure::Input(e.to_string()))?;
-    match out.format {
+    let result = match out.format {
         OutputFormat::Json | OutputFormat::Yaml => out.data(&report),
         OutputFormat::Table => out.text(&render_reference(&report)),
-    }
+    };
+    crate::leave_to_exit(report);
+    result
 }
 
 /// `claim: device device` per allocation, device names without driver and pool when the
