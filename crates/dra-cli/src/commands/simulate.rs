@@ -27,22 +27,14 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
         loaded.cluster.resource_slices = Vec::new();
     }
     let sim_input = SimInput::from_cluster(&loaded.cluster);
-    let result = match args.node_pick {
-        NodePick::FirstFit => run_reference(out, &sim_input, snapshot),
-        NodePick::Scored => run_model(
-            out,
-            &loaded.cluster,
-            &sim_input,
-            snapshot,
-            dra_sim::NodePick::Scored,
-        ),
-        NodePick::MostAllocated => run_model(
-            out,
-            &loaded.cluster,
-            &sim_input,
-            snapshot,
-            dra_sim::NodePick::MostAllocated,
-        ),
+    let model_pick = match args.node_pick {
+        NodePick::FirstFit => None,
+        NodePick::Scored => Some(dra_sim::NodePick::Scored),
+        NodePick::MostAllocated => Some(dra_sim::NodePick::MostAllocated),
+    };
+    let result = match model_pick {
+        None => run_reference(out, &sim_input, snapshot),
+        Some(pick) => run_model(out, &loaded.cluster, &sim_input, snapshot, pick),
     };
     drop(sim_input);
     crate::leave_to_exit(loaded);
