@@ -57,6 +57,7 @@ pub use index::{
     IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, taint_rule_selects,
 };
 pub use pools::{NodePools, PoolView};
+pub use result::stable_uuid;
 pub use search::tolerates_taint;
 pub use selectors::{Match, SelSetId, SelectorFailure, SelectorOrigin};
 pub use state::{AllocatedState, StateError};

@@ -101,8 +101,14 @@ fn share_id(
         "{}\0{}\0{position}\0{driver}\0{pool}\0{device}",
         claim.namespace, claim.name
     );
-    let hi = fnv1a64(text.as_bytes(), 0xcbf2_9ce4_8422_2325);
-    let lo = fnv1a64(text.as_bytes(), 0x8422_2325_cbf2_9ce4);
+    stable_uuid(text.as_bytes())
+}
+
+/// A version-4-shaped UUID derived from `bytes` (two FNV-1a hashes), for identifiers that
+/// Kubernetes draws at random and a reproducible simulation must not.
+pub fn stable_uuid(bytes: &[u8]) -> String {
+    let hi = fnv1a64(bytes, 0xcbf2_9ce4_8422_2325);
+    let lo = fnv1a64(bytes, 0x8422_2325_cbf2_9ce4);
     let hi = (hi & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
     let lo = (lo & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
     format!(

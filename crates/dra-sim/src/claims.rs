@@ -98,6 +98,38 @@ impl ClaimStore {
         }
     }
 
+    /// Creates the claim `key` (namespace, generated name) from the template in the pod's
+    /// namespace, owned by the pod (with `owner_uid` when given); `false` when the template is
+    /// missing.
+    fn create_from_template(
+        &mut self,
+        key: (String, String),
+        template_name: &str,
+        pod: &Pod,
+        pod_claim_name: &str,
+        owner_uid: Option<&str>,
+    ) -> bool {
+        let Some(template) = self
+            .templates
+            .get(&(key.0.clone(), template_name.to_string()))
+        else {
+            return false;
+        };
+        let mut claim = claim_from_template(template, pod, &key.1, pod_claim_name);
+        if let Some(uid) = owner_uid
+            && let Some(owner) = claim
+                .metadata
+                .owner_references
+                .as_mut()
+                .and_then(|o| o.first_mut())
+        {
+            owner.uid = uid.to_string();
+        }
+        self.claims.insert(key.clone(), claim);
+        self.generated.push(key);
+        true
+    }
+
     /// The names of the pod's claims in `spec.resourceClaims` order, each once, creating claims
     /// from templates as `<pod name>-<pod claim name>` (the real controller appends a random
     /// suffix; a simulation must be reproducible).
@@ -124,18 +156,12 @@ impl ClaimStore {
             } else if let Some(template_name) = &entry.resource_claim_template_name {
                 let generated = format!("{pod_name}-{}", entry.name);
                 let key = (namespace.clone(), generated.clone());
-                if !self.claims.contains_key(&key) {
-                    let Some(template) = self
-                        .templates
-                        .get(&(namespace.clone(), template_name.clone()))
-                    else {
-                        return Err(PodClaimError(format!(
-                            "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet: resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found"
-                        )));
-                    };
-                    let claim = claim_from_template(template, pod, &generated, &entry.name);
-                    self.claims.insert(key.clone(), claim);
-                    self.generated.push(key);
+                if !self.claims.contains_key(&key)
+                    && !self.create_from_template(key, template_name, pod, &entry.name, None)
+                {
+                    return Err(PodClaimError(format!(
+                        "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet: resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found"
+                    )));
                 }
                 generated
             } else {
@@ -172,22 +198,7 @@ enum TemplateClaims {
 /// A deterministic UID for an object that has none (hand-written input): the scheduler and
 /// the eviction controller match pods by UID in `reservedFor`.
 pub fn stable_uid(kind: &str, namespace: &str, name: &str) -> String {
-    let text = format!("{kind}\0{namespace}\0{name}");
-    let fnv = |seed: u64| {
-        text.bytes().fold(seed, |hash, b| {
-            (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        })
-    };
-    let hi = (fnv(0xcbf2_9ce4_8422_2325) & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
-    let lo = (fnv(0x8422_2325_cbf2_9ce4) & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        hi >> 32,
-        (hi >> 16) & 0xffff,
-        hi & 0xffff,
-        lo >> 48,
-        lo & 0xffff_ffff_ffff
-    )
+    dra_alloc::stable_uuid(format!("{kind}\0{namespace}\0{name}").as_bytes())
 }
 
 /// The pod's UID, or a [`stable_uid`] when the input has none.
@@ -265,27 +276,18 @@ impl ClaimStore {
                         {
                             continue;
                         }
-                        if !self.claims.contains_key(&key) {
-                            let Some(template) = self
-                                .templates
-                                .get(&(namespace.clone(), template_name.clone()))
-                            else {
-                                return Err(PodClaimError(format!(
-                                    "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet (resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found)"
-                                )));
-                            };
-                            let mut claim =
-                                claim_from_template(template, pod, &generated, &entry.name);
-                            if let Some(owner) = claim
-                                .metadata
-                                .owner_references
-                                .as_mut()
-                                .and_then(|o| o.first_mut())
-                            {
-                                owner.uid = uid.clone();
-                            }
-                            self.claims.insert(key.clone(), claim);
-                            self.generated.push(key);
+                        if !self.claims.contains_key(&key)
+                            && !self.create_from_template(
+                                key,
+                                template_name,
+                                pod,
+                                &entry.name,
+                                Some(&uid),
+                            )
+                        {
+                            return Err(PodClaimError(format!(
+                                "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet (resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found)"
+                            )));
                         }
                         (generated, true)
                     }
