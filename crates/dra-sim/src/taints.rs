@@ -131,8 +131,12 @@ impl TaintView {
                 &rule.spec.taint,
             ));
         }
-        let key = (driver.to_string(), pool.to_string(), device.to_string());
-        if let Some((slice, taints)) = self.tainted.get(&key) {
+        // Most clusters have no tainted device: no key to build then.
+        let key = || (driver.to_string(), pool.to_string(), device.to_string());
+        if let Some((slice, taints)) = (!self.tainted.is_empty())
+            .then(|| self.tainted.get(&key()))
+            .flatten()
+        {
             for taint in taints {
                 out.push((format!("ResourceSlice {slice}"), taint));
             }

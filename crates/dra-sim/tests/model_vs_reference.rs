@@ -7,18 +7,21 @@ use std::path::{Path, PathBuf};
 
 use dra_sim::{NodePick, PodState, PodStatus, SimOptions};
 
-fn cases_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/cases")
-}
-
-#[test]
-fn first_feasible_model_agrees_with_the_reference_loop() {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir())
+/// The conformance cases, in name order.
+fn case_dirs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../conformance/cases");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
         .expect("conformance/cases exists")
         .map(|e| e.expect("readable").path())
         .filter(|p| p.join("cluster.yaml").exists())
         .collect();
     dirs.sort();
+    dirs
+}
+
+#[test]
+fn first_feasible_model_agrees_with_the_reference_loop() {
+    let dirs = case_dirs();
     let mut compared = 0;
     let mut failures = Vec::new();
     for dir in &dirs {
@@ -96,12 +99,7 @@ fn first_feasible_model_agrees_with_the_reference_loop() {
 /// corpus, both scored modes give the same document as running the allocator on every node.
 #[test]
 fn shortcuts_never_change_results() {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(cases_dir())
-        .expect("conformance/cases exists")
-        .map(|e| e.expect("readable").path())
-        .filter(|p| p.join("cluster.yaml").exists())
-        .collect();
-    dirs.sort();
+    let dirs = case_dirs();
     let mut failures = Vec::new();
     for dir in &dirs {
         let loaded = dra_api::load_paths(
