@@ -128,14 +128,40 @@ pub enum Outcome {
 pub struct Stats {
     /// Invocations of the search step (upstream's `NumAllocateOneInvocations`).
     pub steps: u64,
+    /// The claims were rejected before the search by the check of plain claims, whose answer
+    /// depends only on their [`rejection_key`] and on the allocations in the node's pools:
+    /// while none of those pools changes, claims with the same key are rejected again.
+    pub rejected_before_search: bool,
+}
+
+/// The key under which [`allocate`] remembers that a node rejected `claims` before the
+/// search; `None` when some claim is not plain (its answer can depend on more).
+pub fn rejection_key(claims: &[&PreparedClaim]) -> Option<Vec<u64>> {
+    claims
+        .iter()
+        .all(|c| c.plain)
+        .then(|| rejection_words(claims).collect())
+}
+
+/// The words of a [`rejection_key`]: each claim's fit key and a separator.
+fn rejection_words<'c>(claims: &'c [&PreparedClaim]) -> impl Iterator<Item = u64> + 'c {
+    claims
+        .iter()
+        .flat_map(|c| c.fit_key.iter().copied().chain([u64::MAX - 1]))
 }
 
 impl Index {
     /// The pools of a node in search order (upstream `GatherPools`), computed once.
     pub fn node_pools(&self, node: NodeId) -> Result<Arc<NodePools>, FatalError> {
+        self.node_pools_ref(node).cloned()
+    }
+
+    /// [`Index::node_pools`] without the reference count traffic of a clone: `allocate` runs
+    /// millions of times on nodes that are full, where that is a noticeable part of its cost.
+    fn node_pools_ref(&self, node: NodeId) -> Result<&Arc<NodePools>, FatalError> {
         self.node_pools[node.0 as usize]
             .get_or_init(|| pools::gather_pools(self, node).map(Arc::new))
-            .clone()
+            .as_ref()
             .map_err(|message| FatalError {
                 message: format!("gather pool information: {message}"),
             })
@@ -149,7 +175,7 @@ pub fn allocate(
     node: NodeId,
     claims: &[&PreparedClaim],
 ) -> (Outcome, Stats) {
-    let pools = match index.node_pools(node) {
+    let pools = match index.node_pools_ref(node) {
         Ok(p) => p,
         Err(e) => return (Outcome::Fatal(e), Stats::default()),
     };
@@ -161,17 +187,13 @@ pub fn allocate(
             .iter()
             .map(|p| state.pool_version(p.pool_key))
             .sum();
-        let key = || {
-            claims
-                .iter()
-                .flat_map(|c| c.fit_key.iter().copied().chain([u64::MAX - 1]))
-        };
+        let key = || rejection_words(claims);
         // FNV-1a over the key's words.
         let hash = key().fold(0xcbf2_9ce4_8422_2325_u64, |h, word| {
             (h ^ word).wrapping_mul(0x0000_0100_0000_01b3)
         });
         let rejected = state.was_rejected(hash, key(), node.0, version)
-            || (search::cannot_fit(index, state, node, &pools, claims) && {
+            || (search::cannot_fit(index, state, node, pools, claims) && {
                 state.remember_rejection(hash, key().collect(), node.0, version);
                 true
             });
@@ -180,11 +202,14 @@ pub fn allocate(
                 Outcome::Unsatisfiable(Unsatisfiable {
                     invalid_pools: pools.pools.iter().any(|p| p.invalid.is_some()),
                 }),
-                Stats::default(),
+                Stats {
+                    steps: 0,
+                    rejected_before_search: true,
+                },
             );
         }
     }
-    let mut search = match search::Search::new(index, state, node, &pools, claims) {
+    let mut search = match search::Search::new(index, state, node, pools, claims) {
         Ok(s) => s,
         Err(message) => return (Outcome::Fatal(FatalError { message }), Stats::default()),
     };
@@ -195,6 +220,7 @@ pub fn allocate(
     };
     let stats = Stats {
         steps: search.steps,
+        rejected_before_search: false,
     };
     let outcome = match done {
         Err(search::Stop::Fatal(message)) => Outcome::Fatal(FatalError { message }),

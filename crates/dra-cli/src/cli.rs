@@ -90,6 +90,10 @@ pub struct SimulateArgs {
     /// Node choice among feasible nodes.
     #[arg(long, value_enum, default_value_t = NodePick::Scored)]
     pub node_pick: NodePick,
+    /// Threads that filter the nodes of one pod at once (0: one per core). The answer is the
+    /// same for any number.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub threads: usize,
     #[command(flatten)]
     pub inputs: Inputs,
 }

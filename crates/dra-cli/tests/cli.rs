@@ -208,3 +208,35 @@ fn closed_stdout_is_not_an_error() {
     assert!(first.starts_with('#'), "{first}");
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn simulate_answers_the_same_on_any_number_of_threads() {
+    let generated = dra(&[
+        "gen",
+        "hgx-mixed",
+        "--size",
+        "48",
+        "--seed",
+        "3",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        generated.status.code(),
+        Some(0),
+        "{}",
+        text(&generated.stderr)
+    );
+    let file = std::env::temp_dir().join(format!("dra-threads-{}.json", std::process::id()));
+    std::fs::write(&file, &generated.stdout).expect("write the generated cluster");
+    let path = file.to_str().expect("utf-8 path");
+    let one = dra(&["simulate", "--threads", "1", "-o", "json", path]);
+    let three = dra(&["simulate", "--threads", "3", "-o", "json", path]);
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(one.status.code(), three.status.code());
+    assert!(one.stdout.len() > 1000, "{}", text(&one.stderr));
+    assert!(
+        one.stdout == three.stdout,
+        "output differs between 1 and 3 threads"
+    );
+}

@@ -4,8 +4,17 @@
 //!
 //! It is deliberately simple and stays unchanged as the full scheduler model grows around it:
 //! it is what the upstream allocator's expected results were produced with.
+//!
+//! One shortcut keeps it from costing nodes × pods when a cluster fills up
+//! ([`KnownRejections`]): a pod that any node may take, with plain claims only, starts at the
+//! first node not known to reject claims like its own. The skipped nodes are counted as
+//! Allocate calls, which is what they would have been (each an immediate rejection without a
+//! search step), so the report is the same to the last figure as visiting every node
+//! ([`run_first_fit_every_node`]).
 
-use dra_alloc::{AllocatedState, Index, NodeId, Outcome, PreparedClaim, allocate};
+use std::collections::HashMap;
+
+use dra_alloc::{AllocatedState, Index, NodeId, Outcome, PreparedClaim, allocate, rejection_key};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
@@ -15,20 +24,32 @@ use crate::{SimError, SimInput, Snapshot};
 
 /// Runs the reference loop over `input`.
 pub fn run_first_fit(input: &SimInput<'_>) -> Result<Report, SimError> {
-    run_first_fit_snapshot(input, Snapshot::new(input)?)
+    run_first_fit_snapshot(input, &Snapshot::new(input)?)
+}
+
+/// [`run_first_fit`] without the shortcut over nodes known to reject a pod's claims: the
+/// allocator runs on every node it is counted for. The report is the same; it exists to test
+/// that.
+pub fn run_first_fit_every_node(input: &SimInput<'_>) -> Result<Report, SimError> {
+    run(input, &Snapshot::new(input)?, false)
 }
 
 /// [`run_first_fit`] over a [`Snapshot`] built beforehand from the same input; the input's
-/// ResourceSlices are not read again.
+/// ResourceSlices are not read again. The caller keeps the snapshot (a process about to exit
+/// need not free it).
 pub fn run_first_fit_snapshot(
     input: &SimInput<'_>,
-    snapshot: Snapshot,
+    snapshot: &Snapshot,
 ) -> Result<Report, SimError> {
-    let index = snapshot.index;
+    run(input, snapshot, true)
+}
+
+fn run(input: &SimInput<'_>, snapshot: &Snapshot, skip: bool) -> Result<Report, SimError> {
+    let index = &snapshot.index;
     let mut claims = ClaimStore::new(input);
-    let mut state = AllocatedState::new(&index);
+    let mut state = AllocatedState::new(index);
     for (claim, allocation) in claims.allocated() {
-        state.add(&index, allocation).map_err(|e| SimError::Claim {
+        state.add(index, allocation).map_err(|e| SimError::Claim {
             claim: claim_display(claim),
             message: e.to_string(),
         })?;
@@ -43,13 +64,17 @@ pub fn run_first_fit_snapshot(
             .cmp(index.node_facts(*b).name.as_bytes())
     });
 
+    let mut known = KnownRejections::new(index, &nodes, skip);
     let mut report = Report::default();
     for pod in &input.pods {
-        let outcome = schedule_pod(&index, &mut state, &mut claims, &nodes, pod);
+        let (outcome, skipped) =
+            schedule_pod(index, &mut state, &mut claims, &nodes, &mut known, pod);
         report.results.push(outcome);
+        report.skipped_calls += skipped as u64;
     }
     report.steps = report.results.iter().map(|r| r.steps).sum();
     report.allocate_calls = report.results.iter().map(|r| r.allocate_calls).sum();
+    report.claims = claims.into_all();
     Ok(report)
 }
 
@@ -61,13 +86,79 @@ fn claim_display(claim: &ResourceClaim) -> String {
     )
 }
 
+/// Where the nodes that reject a kind of claims end, in node order.
+///
+/// `allocate` answers plain claims with a check before the search whose result depends only on
+/// the claims' [`rejection_key`] and the allocations in the node's pools. For each key seen,
+/// `leading[key]` counts the nodes at the start of the node order that were rejected that way
+/// and whose pools have not changed since. An allocation changes the pools of one node, and of
+/// the other nodes that see a pool of it; the counts fall back to the first of those nodes.
+#[derive(Debug)]
+struct KnownRejections {
+    enabled: bool,
+    leading: HashMap<Vec<u64>, usize>,
+    /// Per node position: the lowest position of a node that shares a pool with it.
+    lowest_sharer: Vec<usize>,
+}
+
+impl KnownRejections {
+    fn new(index: &Index, nodes: &[NodeId], enabled: bool) -> KnownRejections {
+        let mut lowest_sharer: Vec<usize> = (0..nodes.len()).collect();
+        if enabled {
+            // The lowest position that sees each pool, then per node the lowest over its pools.
+            let mut lowest_of_pool: HashMap<u32, usize> = HashMap::new();
+            let pool_keys = |node: NodeId| -> Vec<u32> {
+                index
+                    .node_pools(node)
+                    .map(|p| p.pools.iter().map(|pool| pool.pool_key).collect())
+                    .unwrap_or_default()
+            };
+            for (position, node) in nodes.iter().enumerate() {
+                for key in pool_keys(*node) {
+                    lowest_of_pool.entry(key).or_insert(position);
+                }
+            }
+            for (position, node) in nodes.iter().enumerate() {
+                for key in pool_keys(*node) {
+                    if let Some(lowest) = lowest_of_pool.get(&key) {
+                        lowest_sharer[position] = lowest_sharer[position].min(*lowest);
+                    }
+                }
+            }
+        }
+        KnownRejections {
+            enabled,
+            leading: HashMap::new(),
+            lowest_sharer,
+        }
+    }
+
+    /// The first `leading` nodes rejected claims with `key` before the search.
+    fn learn(&mut self, key: Option<Vec<u64>>, leading: usize) {
+        if let Some(key) = key
+            && leading > 0
+        {
+            self.leading.insert(key, leading);
+        }
+    }
+
+    /// The claims' allocations changed the pools of the node at `position`.
+    fn allocated_at(&mut self, position: usize) {
+        let lowest = self.lowest_sharer[position];
+        for count in self.leading.values_mut() {
+            *count = (*count).min(lowest);
+        }
+    }
+}
+
 fn schedule_pod(
     index: &Index,
     state: &mut AllocatedState,
     claims: &mut ClaimStore,
     nodes: &[NodeId],
+    known: &mut KnownRejections,
     pod: &Pod,
-) -> PodOutcome {
+) -> (PodOutcome, usize) {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
     let mut outcome = PodOutcome::new(format!("{namespace}/{pod_name}"));
@@ -76,7 +167,7 @@ fn schedule_pod(
         Err(PodClaimError(message)) => {
             outcome.status = PodStatus::Unschedulable;
             outcome.reason = Some(message);
-            return outcome;
+            return (outcome, 0);
         }
     };
     // Already allocated claims only restrict the node; the others are allocated together.
@@ -98,7 +189,28 @@ fn schedule_pod(
     }
     let prepared_refs: Vec<&PreparedClaim> = prepared.iter().collect();
 
-    for &node in nodes {
+    // Only for pods that every node passes before the allocator: then each skipped node is
+    // exactly one Allocate call that rejects without a step.
+    let key = (known.enabled && pinned.is_empty() && !prepared_refs.is_empty() && {
+        let spec = pod.spec.as_ref();
+        spec.and_then(|s| s.node_name.as_deref())
+            .is_none_or(str::is_empty)
+            && spec
+                .and_then(|s| s.node_selector.as_ref())
+                .is_none_or(|s| s.is_empty())
+    })
+    .then(|| rejection_key(&prepared_refs))
+    .flatten();
+    let start = key
+        .as_ref()
+        .and_then(|k| known.leading.get(k).copied())
+        .unwrap_or(0);
+    outcome.allocate_calls += start as u64;
+    // The nodes from the start that rejected these claims before the search (`leading`), and
+    // whether every node visited so far did.
+    let (mut leading, mut all_rejected) = (start, true);
+
+    for (position, &node) in nodes.iter().enumerate().skip(start) {
         let facts = index.node_facts(node);
         if !crate::fit::pod_node_name_and_selector_fit(pod, facts) {
             continue;
@@ -116,31 +228,39 @@ fn schedule_pod(
         if prepared_refs.is_empty() {
             outcome.status = PodStatus::Scheduled;
             outcome.node = Some(facts.name.clone());
-            return outcome;
+            return (outcome, start);
         }
         let (result, stats) = allocate(index, state, node, &prepared_refs);
         outcome.steps += stats.steps;
         outcome.allocate_calls += 1;
+        all_rejected &= stats.rejected_before_search;
+        if all_rejected {
+            leading = position + 1;
+        }
         match result {
             Outcome::Allocated(results) => {
+                known.learn(key, leading);
                 outcome.status = PodStatus::Scheduled;
                 outcome.node = Some(facts.name.clone());
                 for (name, allocation) in to_allocate.iter().zip(results) {
                     record_allocation(index, state, claims, namespace, name, &allocation);
                     outcome.allocations.insert(name.clone(), allocation);
                 }
-                return outcome;
+                known.allocated_at(position);
+                return (outcome, start);
             }
             Outcome::Unsatisfiable(_) => continue,
             Outcome::Fatal(error) => {
+                known.learn(key, leading);
                 outcome.status = PodStatus::Error;
                 outcome.error = Some(error.message);
-                return outcome;
+                return (outcome, start);
             }
         }
     }
+    known.learn(key, leading);
     outcome.status = PodStatus::Unschedulable;
-    outcome
+    (outcome, start)
 }
 
 fn record_allocation(

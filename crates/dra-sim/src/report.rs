@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus;
-use k8s_openapi::api::resource::v1::AllocationResult;
+use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 use serde::Serialize;
 
 /// What happened to a pod.
@@ -60,6 +60,13 @@ pub struct Report {
     pub steps: u64,
     /// `Allocate` calls in total.
     pub allocate_calls: u64,
+    /// Of those, the calls not made because the node was known to reject the claims (counted
+    /// as they would have answered): a statistic of the method, not part of the answer.
+    #[serde(skip)]
+    pub skipped_calls: u64,
+    /// Every claim after the run, allocations included, by (namespace, name).
+    #[serde(skip)]
+    pub claims: Vec<ResourceClaim>,
 }
 
 /// What happened to a pod in the full scheduler model.

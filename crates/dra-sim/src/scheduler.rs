@@ -29,6 +29,10 @@
 //! filters nodes in parallel, so which nodes it finds first depends on thread timing; the
 //! simulation visits them sequentially (kube-scheduler with parallelism 1), in name order
 //! (kube-scheduler's node list interleaves zones).
+//!
+//! When every node is filtered (all nodes considered, scores that can differ), the allocator
+//! runs on the candidates on [`SimOptions::threads`] threads ([`crate::parallel`]), and the
+//! answers are walked in node order afterwards: the result does not depend on the threads.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -140,6 +144,9 @@ pub struct SimOptions {
     /// filters and scores besides DRA and node affinity cannot tell apart, see the module
     /// documentation). The output is the same to the last field; it exists to test that.
     pub per_node: bool,
+    /// Threads that run the allocator on the nodes of one pod at once (0: one per core).
+    /// The output does not depend on it.
+    pub threads: usize,
 }
 
 /// Where a pod went and why there.
@@ -265,6 +272,10 @@ pub struct Simulation {
     /// [`SimOptions::per_node`]): a statistic of the method, not part of the answer.
     #[serde(skip)]
     pub class_decisions: usize,
+    /// Scheduling attempts whose allocator runs were spread over more than one thread (see
+    /// [`SimOptions::threads`]): a statistic of the method, not part of the answer.
+    #[serde(skip)]
+    pub parallel_filters: usize,
     /// Every claim after the simulation, by (namespace, name).
     #[serde(skip)]
     pub claims: Vec<ResourceClaim>,
@@ -332,15 +343,16 @@ impl PodChanges {
 
 /// Runs the scheduler model over `input`.
 pub fn simulate(input: &SimInput<'_>, options: &SimOptions) -> Result<Simulation, SimError> {
-    simulate_snapshot(input, Snapshot::new(input)?, options)
+    simulate_snapshot(input, &Snapshot::new(input)?, options)
 }
 
 /// [`simulate`] over a [`Snapshot`] built beforehand from the same input; the input's
-/// ResourceSlices are not read again, so the caller may have freed them.
-pub fn simulate_snapshot(
-    input: &SimInput<'_>,
-    snapshot: Snapshot,
-    options: &SimOptions,
+/// ResourceSlices are not read again, so the caller may have freed them. The caller keeps the
+/// snapshot (a process about to exit need not free it).
+pub fn simulate_snapshot<'a>(
+    input: &'a SimInput<'a>,
+    snapshot: &'a Snapshot,
+    options: &'a SimOptions,
 ) -> Result<Simulation, SimError> {
     let mut engine = Engine::new(input, snapshot, options)?;
     engine.setup_running_pods();
@@ -473,7 +485,7 @@ enum Decision {
 struct Engine<'a> {
     input: &'a SimInput<'a>,
     options: &'a SimOptions,
-    index: Index,
+    index: &'a Index,
     mapping: ExtendedResourceMapping,
     claims: ClaimStore,
     devices: DeviceState,
@@ -488,10 +500,11 @@ struct Engine<'a> {
     would_evict: Vec<WouldEvict>,
     notes: Vec<String>,
     /// Device taints of the input's slices and rules.
-    taints: TaintView,
+    taints: &'a TaintView,
     /// The node classes while the queue runs with [`Engine::decide_by_class`] enabled.
     classes: Option<NodeClasses>,
     class_decisions: usize,
+    parallel_filters: std::cell::Cell<usize>,
     /// The live pods by UID and by name, for diagnoses: built on first use once the queue
     /// runs (no pod is deleted or renamed after the evictions).
     pod_refs: std::cell::OnceCell<PodRefs>,
@@ -511,27 +524,27 @@ fn dra_failure(reason: &str) -> FitFailure {
 impl<'a> Engine<'a> {
     fn new(
         input: &'a SimInput<'a>,
-        snapshot: Snapshot,
+        snapshot: &'a Snapshot,
         options: &'a SimOptions,
     ) -> Result<Engine<'a>, SimError> {
         let Snapshot { index, taints } = snapshot;
         let mapping = ExtendedResourceMapping::build(&input.classes);
         let claims = ClaimStore::new(input);
-        let mut devices = DeviceState::new(&index);
+        let mut devices = DeviceState::new(index);
         let allocated: Vec<(ClaimKey, AllocationResult)> = claims
             .allocated()
             .map(|(c, a)| (key_of(&c.metadata), a.clone()))
             .collect();
         for (key, allocation) in &allocated {
             devices
-                .add_claim(&index, key, allocation)
+                .add_claim(index, key, allocation)
                 .map_err(|e| SimError::Claim {
                     claim: format!("{}/{}", key.0, key.1),
                     message: e.to_string(),
                 })?;
         }
         let mut notes = Vec::new();
-        for (device, holders) in devices.conflicts(&index) {
+        for (device, holders) in devices.conflicts(index) {
             let names: Vec<String> = holders.iter().map(|(ns, n)| format!("{ns}/{n}")).collect();
             notes.push(format!(
                 "device {device} is allocated to more than one claim ({}); the scheduler treats it as in use",
@@ -625,6 +638,7 @@ impl<'a> Engine<'a> {
             notes,
             classes: None,
             class_decisions: 0,
+            parallel_filters: std::cell::Cell::new(0),
             pod_refs: std::cell::OnceCell::new(),
             taints,
         })
@@ -645,7 +659,7 @@ impl<'a> Engine<'a> {
             return false;
         };
         // The allocation was accepted when it was added; removing it cannot fail.
-        let _ = self.devices.remove_claim(&self.index, key, &allocation);
+        let _ = self.devices.remove_claim(self.index, key, &allocation);
         true
     }
 
@@ -988,7 +1002,7 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            let prepared = PreparedClaim::new(&self.index, claim);
+            let prepared = PreparedClaim::new(self.index, claim);
             attempt.to_allocate.push((key, prepared));
         }
         for (_, claim) in &attempt.to_allocate {
@@ -1073,7 +1087,7 @@ impl<'a> Engine<'a> {
             .collect();
         let plan = special_claim_plan(self.pods[p].pod, &resources, &self.mapping);
         let object = self.special_claim_object(p, &plan);
-        let prepared = PreparedClaim::new(&self.index, &object);
+        let prepared = PreparedClaim::new(self.index, &object);
         attempt.variants.push(Variant {
             resources,
             special: Some(SpecialVariant { plan, prepared }),
@@ -1162,11 +1176,11 @@ impl<'a> Engine<'a> {
         // All mode fails on incomplete or invalid pools before any device is looked at.
         if !attempt.has_all_mode
             && !self.options.exhaustive
-            && !self.devices.check(&self.index, requirement, node)
+            && !self.devices.check(self.index, requirement, node)
         {
             return Check::Rejected(rejected(variant, Rejection::Devices));
         }
-        let risky = attempt.has_all_mode || self.devices.may_fail(&self.index, requirement, node);
+        let risky = attempt.has_all_mode || self.devices.may_fail(self.index, requirement, node);
         Check::Candidate(Candidate {
             node,
             variant,
@@ -1182,18 +1196,38 @@ impl<'a> Engine<'a> {
         attempt: &Attempt,
         candidate: &Candidate,
         steps: &mut u64,
-    ) -> Result<Result<Vec<AllocationResult>, &'static str>, String> {
+    ) -> AllocatorAnswer {
         if !candidate.needs_allocator {
             return Ok(Ok(Vec::new()));
         }
         let claims = Self::claims_for(attempt, candidate.variant);
-        let (outcome, stats) = allocate(&self.index, &self.devices.state, candidate.node, &claims);
-        *steps += stats.steps;
-        match outcome {
-            Outcome::Allocated(results) => Ok(Ok(results)),
-            Outcome::Unsatisfiable(why) => Ok(Err(why.message())),
-            Outcome::Fatal(e) => Err(e.message),
+        let (answer, node_steps) =
+            allocator_answer(self.index, &self.devices.state, candidate.node, &claims);
+        *steps += node_steps;
+        answer
+    }
+
+    /// [`Engine::run_allocator`] on each candidate, on up to [`SimOptions::threads`] threads,
+    /// with the steps of each; the outcomes are in `candidates`' order.
+    fn allocate_on(
+        &self,
+        attempt: &Attempt,
+        candidates: &[Candidate],
+    ) -> Vec<(AllocatorAnswer, u64)> {
+        let claims: Vec<Vec<&PreparedClaim>> = (0..attempt.variants.len())
+            .map(|variant| Self::claims_for(attempt, variant))
+            .collect();
+        let (index, state) = (self.index, &self.devices.state);
+        let threads = crate::parallel::thread_count(self.options.threads);
+        if crate::parallel::runs_in_parallel(candidates.len(), threads) {
+            self.parallel_filters.set(self.parallel_filters.get() + 1);
         }
+        crate::parallel::map_in_order(candidates, threads, |c| {
+            if !c.needs_allocator {
+                return (Ok(Ok(Vec::new())), 0);
+            }
+            allocator_answer(index, state, c.node, &claims[c.variant])
+        })
     }
 
     fn fit_strategy(&self) -> FitStrategy {
@@ -1356,7 +1390,7 @@ impl<'a> Engine<'a> {
         // No candidate may be one where the allocator could meet a selector or pool error.
         for c in passing {
             let requirement = attempt.variants[c.variant].requirement.as_ref()?;
-            for node in self.devices.risky_nodes(&self.index, requirement) {
+            for node in self.devices.risky_nodes(self.index, requirement) {
                 if classes.class_of(node) == c.class
                     && node_affinity_matches(
                         &self.pods[p].facts,
@@ -1396,7 +1430,7 @@ impl<'a> Engine<'a> {
             let mut from = 0u32;
             while let Some((rank, position)) = members.seek(from) {
                 if let Some(anchor) = anchor {
-                    match self.devices.next_possible(&self.index, anchor, rank) {
+                    match self.devices.next_possible(self.index, anchor, rank) {
                         None => break,
                         Some(next) if next != rank => {
                             from = next;
@@ -1417,7 +1451,7 @@ impl<'a> Engine<'a> {
                 let Some(requirement) = attempt.variants[variant].requirement.as_ref() else {
                     continue;
                 };
-                if !self.devices.check(&self.index, requirement, node) {
+                if !self.devices.check(self.index, requirement, node) {
                     continue;
                 }
                 candidates += 1;
@@ -1707,9 +1741,13 @@ impl<'a> Engine<'a> {
                     }
                 }
             } else {
-                for c in &candidates {
+                // Every candidate is filtered: on many nodes in parallel (kube-scheduler runs
+                // Filter on 16 goroutines), the outcomes walked in node order afterwards.
+                let outcomes = self.allocate_on(attempt, &candidates);
+                for (c, (outcome, node_steps)) in candidates.iter().zip(outcomes) {
                     allocator_calls += usize::from(c.needs_allocator);
-                    match self.run_allocator(attempt, c, steps) {
+                    *steps += node_steps;
+                    match outcome {
                         Err(e) => return Decision::Error(e),
                         Ok(Err(message)) => {
                             let r = Rejected {
@@ -1890,7 +1928,7 @@ impl<'a> Engine<'a> {
                 let name = self.pods[p].name.clone();
                 self.claims.unreserve(&key.0, &key.1, &name, &uid);
                 if let Some(allocation) = self.claims.clear_allocation(&key.0, &key.1) {
-                    let _ = self.devices.remove_claim(&self.index, &key, &allocation);
+                    let _ = self.devices.remove_claim(self.index, &key, &allocation);
                 }
                 return Some(key);
             }
@@ -1953,7 +1991,7 @@ impl<'a> Engine<'a> {
             })
             .collect();
         let context = ExplainContext {
-            index: &self.index,
+            index: self.index,
             devices: &self.devices,
             claims: &self.claims,
             pods_by_uid,
@@ -2037,7 +2075,7 @@ impl<'a> Engine<'a> {
                 break;
             };
             self.devices
-                .add_claim(&self.index, key, &allocation)
+                .add_claim(self.index, key, &allocation)
                 .map_err(|e| e.to_string())?;
             self.claims
                 .set_allocation(&key.0, &key.1, allocation.clone());
@@ -2060,7 +2098,7 @@ impl<'a> Engine<'a> {
             self.claims.insert_generated(object);
             self.claims.reserve(&key.0, &key.1, &pod_name, &uid);
             self.devices
-                .add_claim(&self.index, &key, &allocation)
+                .add_claim(self.index, &key, &allocation)
                 .map_err(|e| e.to_string())?;
             allocations.insert(special_name.clone(), allocation);
             extended_status = Some(PodExtendedResourceClaimStatus {
@@ -2171,7 +2209,6 @@ impl<'a> Engine<'a> {
         };
         let Engine {
             options,
-            index,
             devices,
             classes,
             claims,
@@ -2180,9 +2217,10 @@ impl<'a> Engine<'a> {
             would_evict,
             notes,
             class_decisions,
+            parallel_filters,
             ..
         } = self;
-        drop((index, devices, classes));
+        drop((devices, classes));
         let mut results = Vec::with_capacity(entries.len());
         let mut pod_changes = Vec::with_capacity(entries.len());
         for entry in entries {
@@ -2204,6 +2242,7 @@ impl<'a> Engine<'a> {
             steps,
             pod_changes,
             class_decisions,
+            parallel_filters: parallel_filters.into_inner(),
             claims: claims.into_all(),
         }
     }
@@ -2212,6 +2251,26 @@ impl<'a> Engine<'a> {
 /// The DRA plugin's raw score: Σ over the allocated `firstAvailable` subrequests of
 /// `8 - index`, over the claims allocated for the pod on the node (the special claim has no
 /// subrequests).
+/// What the allocator says on one node: `Ok(Ok(results))`, `Ok(Err(why))` when the claims do
+/// not fit there, `Err(message)` for a fatal error (the scheduling attempt fails).
+type AllocatorAnswer = Result<Result<Vec<AllocationResult>, &'static str>, String>;
+
+/// `Allocate` of `claims` on `node`, as an [`AllocatorAnswer`] with the search steps it took.
+fn allocator_answer(
+    index: &Index,
+    state: &dra_alloc::AllocatedState,
+    node: NodeId,
+    claims: &[&PreparedClaim],
+) -> (AllocatorAnswer, u64) {
+    let (outcome, stats) = allocate(index, state, node, claims);
+    let answer = match outcome {
+        Outcome::Allocated(results) => Ok(Ok(results)),
+        Outcome::Unsatisfiable(why) => Ok(Err(why.message())),
+        Outcome::Fatal(e) => Err(e.message),
+    };
+    (answer, stats.steps)
+}
+
 fn dra_score(attempt: &Attempt, results: &[AllocationResult]) -> i64 {
     let mut score = 0;
     for ((_, claim), result) in attempt.to_allocate.iter().zip(results) {

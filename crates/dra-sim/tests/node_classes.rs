@@ -1,38 +1,21 @@
 //! Deciding per node class (the default) gives exactly the answer of looking at every node on
 //! its own (`SimOptions::per_node`): the whole JSON document, the resulting claims and the
 //! changes to pods, on generated clusters of every shape and on the conformance corpus and the
-//! scenarios, in both scored modes.
+//! scenarios, in both scored modes. Filtering nodes on several threads
+//! (`SimOptions::threads`) gives exactly the answer of one thread.
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use std::path::Path;
+
+use common::{assert_none_differ, first_difference, generated, inputs, load_file};
 use dra_sim::{NodePick, SimOptions, Simulation};
-
-/// Loads a preset through dra-api, as `dra gen -o json | dra simulate` would.
-fn generated(preset: &str, size: u32, seed: u64) -> dra_api::Cluster {
-    let mut spec = dra_gen::preset(preset, size).expect("known preset");
-    spec.seed = seed;
-    let mut text = Vec::new();
-    dra_gen::generate_json_lines(&spec, &mut text).expect("generates");
-    let text = String::from_utf8(text).expect("utf-8");
-    let loaded = dra_api::load_str(&format!("{preset}-{size}-{seed}.json"), &text);
-    assert!(!loaded.has_errors(), "{preset}: {:?}", loaded.diagnostics);
-    loaded.cluster
-}
 
 /// Everything a simulation answers, as text.
 fn answer(sim: &Simulation) -> String {
     let document = serde_json::to_string_pretty(sim).expect("serialises");
     let claims = serde_json::to_string_pretty(&sim.claims).expect("serialises");
     format!("{document}\n{claims}\n{:#?}", sim.pod_changes)
-}
-
-fn first_difference(a: &str, b: &str) -> String {
-    a.lines()
-        .zip(b.lines())
-        .enumerate()
-        .find(|(_, (x, y))| x != y)
-        .map(|(i, (x, y))| format!("line {}: {x:?} vs {y:?}", i + 1))
-        .unwrap_or_else(|| format!("lengths {} vs {}", a.len(), b.len()))
 }
 
 /// Runs both ways in both scored modes; returns the class decisions and the scheduled pods of
@@ -111,22 +94,7 @@ fn generated_clusters_give_the_same_answer() {
             assert!(decisions > 0, "{name}: no pod was decided per class");
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} runs differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-}
-
-fn inputs(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .expect("directory exists")
-        .map(|e| e.expect("readable").path().join("cluster.yaml"))
-        .filter(|p| p.exists())
-        .collect();
-    files.sort();
-    files
+    assert_none_differ(&failures);
 }
 
 #[test]
@@ -138,17 +106,49 @@ fn corpus_and_scenarios_give_the_same_answer() {
     let mut failures = Vec::new();
     let mut decisions = 0;
     for file in &files {
-        let loaded =
-            dra_api::load_paths(std::slice::from_ref(file), &dra_api::LoadOptions::default())
-                .expect("readable input");
+        let loaded = load_file(file);
         decisions += compare(&file.display().to_string(), &loaded.cluster, &mut failures).0;
     }
     assert!(files.len() > 200, "only {} inputs", files.len());
     assert!(decisions > 100, "only {decisions} pods decided per class");
-    assert!(
-        failures.is_empty(),
-        "{} runs differ:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_none_differ(&failures);
+}
+
+#[test]
+fn parallel_filtering_gives_the_same_answer() {
+    // Clusters large enough (at least 32 candidate nodes) that pods with firstAvailable,
+    // extended resources, taints or preferred affinity are filtered on several threads.
+    let cases: &[(&str, u32, u64)] = &[
+        ("hgx-mixed", 99, 0),
+        ("hgx-half", 60, 2),
+        ("legacy-mixed", 80, 0),
+        ("mixed", 12, 4),
+    ];
+    let mut failures = Vec::new();
+    let mut parallel = 0;
+    for &(preset, size, seed) in cases {
+        let cluster = generated(preset, size, seed);
+        let input = dra_sim::SimInput::from_cluster(&cluster);
+        for per_node in [false, true] {
+            let one = SimOptions {
+                per_node,
+                threads: 1,
+                ..SimOptions::default()
+            };
+            let many = SimOptions { threads: 3, ..one };
+            let sequential = dra_sim::simulate(&input, &one).expect("runs");
+            let threaded = dra_sim::simulate(&input, &many).expect("runs");
+            assert_eq!(sequential.parallel_filters, 0, "{preset}: one thread");
+            parallel += threaded.parallel_filters;
+            let (a, b) = (answer(&threaded), answer(&sequential));
+            if a != b {
+                failures.push(format!(
+                    "{preset} size {size} seed {seed} per_node {per_node}: {}",
+                    first_difference(&a, &b)
+                ));
+            }
+        }
+    }
+    assert!(parallel > 100, "only {parallel} pods filtered in parallel");
+    assert_none_differ(&failures);
 }

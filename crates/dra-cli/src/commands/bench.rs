@@ -326,7 +326,7 @@ fn measure(suite: &Suite, size: u32) -> Result<Figures, Failure> {
     // The clock stops when the answer is there, before it is freed.
     let (pods, scheduled, allocate_calls, steps, done) = match suite.mode {
         Mode::FirstFit => {
-            let report = dra_sim::run_first_fit_snapshot(&input, snapshot)
+            let report = dra_sim::run_first_fit_snapshot(&input, &snapshot)
                 .map_err(|e| Failure::Internal(e.to_string()))?;
             let done = Instant::now();
             let scheduled = report
@@ -344,7 +344,7 @@ fn measure(suite: &Suite, size: u32) -> Result<Figures, Failure> {
         }
         Mode::Scored => {
             let simulation =
-                dra_sim::simulate_snapshot(&input, snapshot, &dra_sim::SimOptions::default())
+                dra_sim::simulate_snapshot(&input, &snapshot, &dra_sim::SimOptions::default())
                     .map_err(|e| Failure::Internal(e.to_string()))?;
             let done = Instant::now();
             let calls = simulation

@@ -33,10 +33,18 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
         NodePick::MostAllocated => Some(dra_sim::NodePick::MostAllocated),
     };
     let result = match model_pick {
-        None => run_reference(out, &sim_input, snapshot),
-        Some(pick) => run_model(out, &loaded.cluster, &sim_input, snapshot, pick),
+        None => run_reference(out, &sim_input, &snapshot),
+        Some(pick) => {
+            let options = SimOptions {
+                node_pick: pick,
+                threads: args.threads,
+                ..SimOptions::default()
+            };
+            run_model(out, &loaded.cluster, &sim_input, &snapshot, &options)
+        }
     };
     drop(sim_input);
+    crate::leave_to_exit(snapshot);
     crate::leave_to_exit(loaded);
     result
 }
@@ -46,14 +54,10 @@ fn run_model(
     out: &Out,
     cluster: &dra_api::Cluster,
     sim_input: &SimInput<'_>,
-    snapshot: Snapshot,
-    pick: dra_sim::NodePick,
+    snapshot: &Snapshot,
+    options: &SimOptions,
 ) -> Result<(), Failure> {
-    let options = SimOptions {
-        node_pick: pick,
-        ..SimOptions::default()
-    };
-    let simulation = dra_sim::simulate_snapshot(sim_input, snapshot, &options)
+    let simulation = dra_sim::simulate_snapshot(sim_input, snapshot, options)
         .map_err(|e| Failure::Input(e.to_string()))?;
     match out.format {
         OutputFormat::Json => out.data(&simulation)?,
@@ -74,7 +78,7 @@ fn run_model(
 /// The conformance reference loop. Its document is the answer, pending pods included, so it
 /// exits 0 whenever it ran: `conformance/compare.py` treats any other exit code as a failed
 /// case.
-fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: Snapshot) -> Result<(), Failure> {
+fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: &Snapshot) -> Result<(), Failure> {
     let report = dra_sim::run_first_fit_snapshot(input, snapshot)
         .map_err(|e| Failure::Input(e.to_string()))?;
     let result = match out.format {

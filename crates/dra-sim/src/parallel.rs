@@ -1,0 +1,134 @@
+//! Filtering nodes in parallel with an answer that does not depend on thread timing.
+//!
+//! kube-scheduler runs its Filter plugins on many nodes at once (16 goroutines by default).
+//! The simulation does the same for the allocator, the expensive filter, when a pod needs it
+//! on many nodes: workers take nodes from a shared counter, and the outcomes are put back in
+//! the nodes' order before anything looks at them. The caller then walks them exactly as a
+//! sequential loop would (stopping at the first fatal error, counting steps up to there), so
+//! the result, the statistics and every message are the same for any number of threads.
+//!
+//! The allocator only reads the allocated state while a pod is filtered; what it writes are
+//! memoized answers (node pools, selector results, rejections), which are the same whichever
+//! thread computes them first.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Below this many items a second thread costs more to start than it saves.
+pub(crate) const MIN_PARALLEL_ITEMS: usize = 32;
+
+/// Items a worker takes from the shared counter at a time: a rejected node costs well under a
+/// microsecond, so taking one at a time would make the counter the bottleneck.
+const BATCH: usize = 4;
+
+/// The number of worker threads for `requested` (0: one per available core).
+pub(crate) fn thread_count(requested: usize) -> usize {
+    if requested > 0 {
+        return requested;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Whether [`map_in_order`] starts threads for `items` items.
+pub(crate) fn runs_in_parallel(items: usize, threads: usize) -> bool {
+    threads > 1 && items >= MIN_PARALLEL_ITEMS
+}
+
+/// `items.iter().map(f).collect()`, computed on up to `threads` threads.
+///
+/// The result is in `items`' order whatever the threads' timing. `f` runs exactly once per
+/// item. With one thread, or fewer than [`MIN_PARALLEL_ITEMS`] items, no thread is started.
+pub(crate) fn map_in_order<T, R, F>(items: &[T], threads: usize, f: F) -> Vec<R>
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+{
+    if !runs_in_parallel(items.len(), threads) {
+        return items.iter().map(f).collect();
+    }
+    let threads = threads.min(items.len().div_ceil(BATCH));
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done: Vec<(usize, R)> = Vec::new();
+        loop {
+            let start = next.fetch_add(BATCH, Ordering::Relaxed);
+            if start >= items.len() {
+                return done;
+            }
+            let end = (start + BATCH).min(items.len());
+            for (i, item) in items[start..end].iter().enumerate() {
+                done.push((start + i, f(item)));
+            }
+        }
+    };
+    let mut parts: Vec<Vec<(usize, R)>> = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
+        let mut parts = vec![work()];
+        for helper in helpers {
+            match helper.join() {
+                Ok(part) => parts.push(part),
+                // A panic in `f` is a bug; let it surface as it would have sequentially.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        parts
+    });
+    let mut all: Vec<(usize, R)> = Vec::with_capacity(items.len());
+    for part in &mut parts {
+        all.append(part);
+    }
+    all.sort_unstable_by_key(|(i, _)| *i);
+    all.into_iter().map(|(_, r)| r).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_and_count_do_not_depend_on_threads() {
+        let items: Vec<u64> = (0..1000).collect();
+        let calls = AtomicUsize::new(0);
+        let square = |x: &u64| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            // Uneven work, so that threads finish out of order.
+            (0..(x % 7) * 100).fold(x * x, |acc, i| acc ^ i)
+        };
+        let sequential: Vec<u64> = items.iter().map(square).collect();
+        calls.store(0, Ordering::Relaxed);
+        for threads in [1, 2, 3, 8] {
+            calls.store(0, Ordering::Relaxed);
+            assert_eq!(
+                map_in_order(&items, threads, square),
+                sequential,
+                "{threads} threads"
+            );
+            assert_eq!(
+                calls.load(Ordering::Relaxed),
+                items.len(),
+                "{threads} threads"
+            );
+        }
+    }
+
+    #[test]
+    fn small_inputs_stay_on_the_calling_thread() {
+        let caller = std::thread::current().id();
+        let items: Vec<u32> = (0..(MIN_PARALLEL_ITEMS as u32 - 1)).collect();
+        let ids = map_in_order(&items, 8, |_| std::thread::current().id());
+        assert!(ids.iter().all(|id| *id == caller));
+        assert!(map_in_order(&[] as &[u32], 8, |x| *x).is_empty());
+    }
+
+    #[test]
+    fn large_inputs_use_more_than_one_thread() {
+        let items: Vec<u32> = (0..4096).collect();
+        let ids = map_in_order(&items, 2, |_| {
+            // Long enough that the helper thread gets a share before the caller is done.
+            std::thread::sleep(std::time::Duration::from_micros(50));
+            std::thread::current().id()
+        });
+        let first = ids[0];
+        assert!(ids.iter().any(|id| *id != first));
+    }
+}

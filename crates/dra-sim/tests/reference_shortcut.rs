@@ -1,0 +1,74 @@
+//! The reference loop's shortcut over nodes known to reject a pod's claims changes nothing:
+//! the report of `run_first_fit` (devices, nodes, reasons, steps and Allocate calls) is the
+//! report of `run_first_fit_every_node`, on generated clusters of every shape and on the
+//! conformance corpus.
+
+mod common;
+
+use std::path::Path;
+
+use common::{assert_none_differ, first_difference, generated, inputs, load_file};
+use dra_sim::{Report, SimInput};
+
+/// Both runs over one input; returns the calls the shortcut skipped.
+fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -> u64 {
+    let input = SimInput::from_cluster(cluster);
+    let fast = dra_sim::run_first_fit(&input).expect("runs");
+    let slow = dra_sim::run_first_fit_every_node(&input).expect("runs");
+    assert_eq!(slow.skipped_calls, 0, "{name}: every node visited");
+    let text = |r: &Report| serde_json::to_string_pretty(r).expect("serialises");
+    let (a, b) = (text(&fast), text(&slow));
+    if a != b {
+        failures.push(format!("{name}: {}", first_difference(&a, &b)));
+    }
+    fast.skipped_calls
+}
+
+#[test]
+fn generated_clusters_give_the_same_report() {
+    // (preset, size, seed, whether the shortcut must skip calls)
+    let cases: &[(&str, u32, u64, bool)] = &[
+        ("scheduler-perf", 30, 0, true),
+        ("gpu-selector", 12, 0, true),
+        ("gpu-nic", 10, 1, true),
+        ("hgx", 12, 2, true),
+        ("steady-state-half", 30, 0, true),
+        ("steady-state-full", 30, 3, true),
+        ("consumable-capacity", 3, 0, false),
+        ("partitionable", 8, 0, false),
+        ("extended-resource", 8, 0, false),
+        ("hgx-mixed", 24, 0, false),
+        ("hgx-half", 12, 4, false),
+        ("hgx-full", 12, 0, false),
+        ("legacy-mixed", 20, 0, false),
+        ("mixed", 3, 0, false),
+        ("mixed", 3, 7, false),
+        ("adversarial-match", 2, 0, false),
+        ("adversarial-first-available", 2, 0, false),
+    ];
+    let mut failures = Vec::new();
+    for &(preset, size, seed, must_skip) in cases {
+        let name = format!("{preset} size {size} seed {seed}");
+        let skipped = compare(&name, &generated(preset, size, seed), &mut failures);
+        if must_skip {
+            assert!(skipped > 0, "{name}: the shortcut skipped nothing");
+        }
+    }
+    assert_none_differ(&failures);
+}
+
+#[test]
+fn corpus_gives_the_same_report() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = inputs(&root.join("../../conformance/cases"));
+    files.extend(inputs(&root.join("../../conformance/own")));
+    let mut failures = Vec::new();
+    let mut skipped = 0;
+    for file in &files {
+        let loaded = load_file(file);
+        skipped += compare(&file.display().to_string(), &loaded.cluster, &mut failures);
+    }
+    assert!(files.len() > 200, "only {} inputs", files.len());
+    assert!(skipped > 0, "the shortcut skipped nothing in the corpus");
+    assert_none_differ(&failures);
+}
