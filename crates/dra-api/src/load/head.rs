@@ -31,6 +31,41 @@ impl<'de> Deserialize<'de> for Head {
     }
 }
 
+/// The visitor methods for values without parts (booleans, numbers, `null`), all answering
+/// `$answer`, and for an optional value, which is looked at like the value itself. Strings,
+/// lists and mappings are each visitor's own.
+macro_rules! plain_values_give {
+    ($value:ty, $answer:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<$value, E> {
+            Ok($answer)
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<$value, D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    };
+}
+
 struct HeadVisitor;
 
 impl<'de> Visitor<'de> for HeadVisitor {
@@ -40,40 +75,14 @@ impl<'de> Visitor<'de> for HeadVisitor {
         f.write_str("a JSON document")
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Head, E> {
-        Ok(Head::default())
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Head, E> {
-        Ok(Head::default())
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Head, E> {
-        Ok(Head::default())
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Head, E> {
-        Ok(Head::default())
-    }
+    plain_values_give!(Head, Head::default());
 
     fn visit_str<E: de::Error>(self, _: &str) -> Result<Head, E> {
         Ok(Head::default())
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Head, E> {
-        Ok(Head::default())
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Head, E> {
-        Ok(Head::default())
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Head, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Head, A::Error> {
-        SkipVisitor.visit_seq(seq)?;
+        ShapeVisitor::<false>.visit_seq(seq)?;
         Ok(Head {
             has_items: true,
             ..Head::default()
@@ -89,9 +98,9 @@ impl<'de> Visitor<'de> for HeadVisitor {
             match key.as_str() {
                 "apiVersion" => head.api_version = map.next_value::<StringOrSkip>()?.0,
                 "kind" => head.kind = map.next_value::<StringOrSkip>()?.0,
-                "items" => head.has_items = map.next_value::<IsList>()?.0,
+                "items" => head.has_items = map.next_value::<Shape>()? == Shape::List,
                 _ => {
-                    map.next_value::<Skip>()?;
+                    map.next_value::<Shape>()?;
                 }
             }
         }
@@ -99,66 +108,18 @@ impl<'de> Visitor<'de> for HeadVisitor {
     }
 }
 
-/// Any value, read and dropped.
-struct Skip;
-
-impl<'de> Deserialize<'de> for Skip {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(SkipVisitor)
-    }
+/// What kind of value was read (and dropped): a string (its text kept only where asked for),
+/// a list, or anything else.
+#[derive(Debug, PartialEq, Eq)]
+enum Shape {
+    String(Option<String>),
+    List,
+    Other,
 }
 
-struct SkipVisitor;
-
-impl<'de> Visitor<'de> for SkipVisitor {
-    type Value = Skip;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any value")
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_none<E: de::Error>(self) -> Result<Skip, E> {
-        Ok(Skip)
-    }
-
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Skip, D::Error> {
-        deserializer.deserialize_any(self)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Skip, A::Error> {
-        while seq.next_element::<Skip>()?.is_some() {}
-        Ok(Skip)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Skip, A::Error> {
-        while map.next_key::<Skip>()?.is_some() {
-            map.next_value::<Skip>()?;
-        }
-        Ok(Skip)
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ShapeVisitor::<false>)
     }
 }
 
@@ -167,123 +128,42 @@ struct StringOrSkip(Option<String>);
 
 impl<'de> Deserialize<'de> for StringOrSkip {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct StringVisitor;
-
-        impl<'de> Visitor<'de> for StringVisitor {
-            type Value = StringOrSkip;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any value")
-            }
-
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<StringOrSkip, E> {
-                Ok(StringOrSkip(None))
-            }
-
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<StringOrSkip, E> {
-                Ok(StringOrSkip(None))
-            }
-
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<StringOrSkip, E> {
-                Ok(StringOrSkip(None))
-            }
-
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<StringOrSkip, E> {
-                Ok(StringOrSkip(None))
-            }
-
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<StringOrSkip, E> {
-                Ok(StringOrSkip(Some(v.to_string())))
-            }
-
-            fn visit_unit<E: de::Error>(self) -> Result<StringOrSkip, E> {
-                Ok(StringOrSkip(None))
-            }
-
-            fn visit_none<E: de::Error>(self) -> Result<StringOrSkip, E> {
-                Ok(StringOrSkip(None))
-            }
-
-            fn visit_some<D: Deserializer<'de>>(
-                self,
-                deserializer: D,
-            ) -> Result<StringOrSkip, D::Error> {
-                deserializer.deserialize_any(self)
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<StringOrSkip, A::Error> {
-                SkipVisitor.visit_seq(seq)?;
-                Ok(StringOrSkip(None))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<StringOrSkip, A::Error> {
-                SkipVisitor.visit_map(map)?;
-                Ok(StringOrSkip(None))
-            }
-        }
-
-        deserializer.deserialize_any(StringVisitor)
+        Ok(StringOrSkip(
+            match deserializer.deserialize_any(ShapeVisitor::<true>)? {
+                Shape::String(text) => text,
+                Shape::List | Shape::Other => None,
+            },
+        ))
     }
 }
 
-/// Whether a value is a list (read and dropped either way).
-struct IsList(bool);
+/// Reads any value into its [`Shape`], asking the deserializer for every node as `Value`
+/// does; keeps a string's text when `KEEP_STRING`.
+struct ShapeVisitor<const KEEP_STRING: bool>;
 
-impl<'de> Deserialize<'de> for IsList {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct ListVisitor;
+impl<'de, const KEEP_STRING: bool> Visitor<'de> for ShapeVisitor<KEEP_STRING> {
+    type Value = Shape;
 
-        impl<'de> Visitor<'de> for ListVisitor {
-            type Value = IsList;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any value")
+    }
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any value")
-            }
+    plain_values_give!(Shape, Shape::Other);
 
-            fn visit_bool<E: de::Error>(self, _: bool) -> Result<IsList, E> {
-                Ok(IsList(false))
-            }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Shape, E> {
+        Ok(Shape::String(KEEP_STRING.then(|| v.to_string())))
+    }
 
-            fn visit_i64<E: de::Error>(self, _: i64) -> Result<IsList, E> {
-                Ok(IsList(false))
-            }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+        while seq.next_element::<Shape>()?.is_some() {}
+        Ok(Shape::List)
+    }
 
-            fn visit_u64<E: de::Error>(self, _: u64) -> Result<IsList, E> {
-                Ok(IsList(false))
-            }
-
-            fn visit_f64<E: de::Error>(self, _: f64) -> Result<IsList, E> {
-                Ok(IsList(false))
-            }
-
-            fn visit_str<E: de::Error>(self, _: &str) -> Result<IsList, E> {
-                Ok(IsList(false))
-            }
-
-            fn visit_unit<E: de::Error>(self) -> Result<IsList, E> {
-                Ok(IsList(false))
-            }
-
-            fn visit_none<E: de::Error>(self) -> Result<IsList, E> {
-                Ok(IsList(false))
-            }
-
-            fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<IsList, D::Error> {
-                deserializer.deserialize_any(self)
-            }
-
-            fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<IsList, A::Error> {
-                SkipVisitor.visit_seq(seq)?;
-                Ok(IsList(true))
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<IsList, A::Error> {
-                SkipVisitor.visit_map(map)?;
-                Ok(IsList(false))
-            }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+        while map.next_key::<Shape>()?.is_some() {
+            map.next_value::<Shape>()?;
         }
-
-        deserializer.deserialize_any(ListVisitor)
+        Ok(Shape::Other)
     }
 }
 
