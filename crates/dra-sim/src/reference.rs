@@ -106,23 +106,29 @@ impl KnownRejections {
         let mut lowest_sharer: Vec<usize> = (0..nodes.len()).collect();
         if enabled {
             // The lowest position that sees each pool, then per node the lowest over its pools.
-            let mut lowest_of_pool: HashMap<u32, usize> = HashMap::new();
-            let pool_keys = |node: NodeId| -> Vec<u32> {
-                index
-                    .node_pools(node)
-                    .map(|p| p.pools.iter().map(|pool| pool.pool_key).collect())
-                    .unwrap_or_default()
-            };
-            for (position, node) in nodes.iter().enumerate() {
-                for key in pool_keys(*node) {
-                    lowest_of_pool.entry(key).or_insert(position);
+            // A node whose pools cannot be gathered gets no allocation, so it needs none.
+            let pool_keys: Vec<Vec<u32>> = nodes
+                .iter()
+                .map(|node| {
+                    index
+                        .node_pools(*node)
+                        .map(|p| p.pools.iter().map(|pool| pool.pool_key).collect())
+                        .unwrap_or_default()
+                })
+                .collect();
+            let mut lowest_of_pool = vec![usize::MAX; index.num_pool_keys()];
+            for (position, keys) in pool_keys.iter().enumerate() {
+                for key in keys {
+                    if let Some(lowest) = lowest_of_pool.get_mut(*key as usize) {
+                        *lowest = (*lowest).min(position);
+                    }
                 }
             }
-            for (position, node) in nodes.iter().enumerate() {
-                for key in pool_keys(*node) {
-                    if let Some(lowest) = lowest_of_pool.get(&key) {
-                        lowest_sharer[position] = lowest_sharer[position].min(*lowest);
-                    }
+            for (position, keys) in pool_keys.iter().enumerate() {
+                for key in keys {
+                    // A pool without a key (none is expected) could be anyone's: start over.
+                    let lowest = lowest_of_pool.get(*key as usize).copied().unwrap_or(0);
+                    lowest_sharer[position] = lowest_sharer[position].min(lowest);
                 }
             }
         }
