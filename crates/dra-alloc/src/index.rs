@@ -173,6 +173,8 @@ pub struct DeviceEntry {
     pub(crate) cel_input: OnceLock<dra_cel::DeviceInput>,
     /// Whether the CEL view was built once already.
     pub(crate) cel_input_asked: AtomicBool,
+    /// Whether the CEL view converts without error ([`DeviceEntry::cel_converts`]).
+    cel_converts: OnceLock<bool>,
 }
 
 /// The CEL view of one device, kept in the index or built for one evaluation.
@@ -204,6 +206,20 @@ impl DeviceEntry {
             return None;
         }
         self.attribute(id)
+    }
+
+    /// Whether the device's CEL view converts without error, the condition for answering a
+    /// selector by its [`dra_cel::Shortcut`]: every attribute has a value and every version is
+    /// one [`dra_cel::version_converts`] accepts (otherwise every evaluation on the device fails).
+    pub fn cel_converts(&self) -> bool {
+        *self.cel_converts.get_or_init(|| {
+            self.attributes.iter().all(|(_, value)| match value {
+                AttrValue::Unset => false,
+                AttrValue::Version(v) => dra_cel::version_converts(v),
+                AttrValue::VersionList(list) => list.iter().all(|v| dra_cel::version_converts(v)),
+                _ => true,
+            })
+        })
     }
 
     /// The attribute with exactly this name.
@@ -611,6 +627,7 @@ impl Index {
                 node_selector: device.node_selector.clone(),
                 cel_input: OnceLock::new(),
                 cel_input_asked: AtomicBool::new(false),
+                cel_converts: OnceLock::new(),
             });
         }
         let end = self.devices.len() as u32;

@@ -316,8 +316,14 @@ impl SelectorSet {
                         });
                     }
                 };
-                let input = input.get_or_insert_with(|| index.cel_input(device));
-                match selector.evaluate(input) {
+                let answer = match selector
+                    .shortcut()
+                    .and_then(|shortcut| shortcut_answer(shortcut, index, device))
+                {
+                    Some(answer) => Ok(answer),
+                    None => selector.evaluate(input.get_or_insert_with(|| index.cel_input(device))),
+                };
+                match answer {
                     Ok(true) => {}
                     Ok(false) => return Match::No,
                     Err(e) => {
@@ -332,6 +338,31 @@ impl SelectorSet {
             }
         }
         Match::Yes
+    }
+}
+
+/// A selector's answer from its [`dra_cel::Shortcut`], without the device's CEL view; `None`
+/// when the shortcut's rules leave the answer to a full evaluation (the CEL view does not
+/// convert, the attribute is missing or of another kind than the constant).
+fn shortcut_answer(shortcut: &dra_cel::Shortcut, index: &Index, device: DeviceIdx) -> Option<bool> {
+    use crate::index::AttrValue as A;
+    use dra_cel::{Shortcut, ShortcutValue as C};
+    let entry = index.device(device);
+    if !entry.cel_converts() {
+        return None;
+    }
+    let driver = &*index.slice(entry.slice).driver;
+    match shortcut {
+        Shortcut::DriverIs(name) => Some(driver == &**name),
+        Shortcut::AttributeIs {
+            qualified_name,
+            value,
+        } => match (entry.lookup_attribute(driver, qualified_name)?, value) {
+            (A::String(a), C::Str(b)) => Some(**a == **b),
+            (A::Int(a), C::Int(b)) => Some(a == b),
+            (A::Bool(a), C::Bool(b)) => Some(a == b),
+            _ => None,
+        },
     }
 }
 
@@ -378,6 +409,19 @@ mod tests {
         .expect("a valid class")
     }
 
+    fn index_of(slice: &ResourceSlice, classes: &[DeviceClass]) -> Index {
+        Index::build(
+            &IndexInput {
+                nodes: Vec::new(),
+                slices: vec![slice],
+                classes: classes.iter().collect(),
+                taint_rules: Vec::new(),
+            },
+            &IndexOptions::default(),
+        )
+        .expect("builds")
+    }
+
     #[test]
     fn sets_with_equal_expressions_share_results_and_failures() {
         let slice: ResourceSlice = serde_json::from_value(serde_json::json!({
@@ -396,16 +440,7 @@ mod tests {
             class("b", "device.attributes['dom'].x == 1"),
             class("c", "device.driver == 'dom'"),
         ];
-        let index = Index::build(
-            &IndexInput {
-                nodes: Vec::new(),
-                slices: vec![&slice],
-                classes: classes.iter().collect(),
-                taint_rules: Vec::new(),
-            },
-            &IndexOptions::default(),
-        )
-        .expect("builds");
+        let index = index_of(&slice, &classes);
         let set = |name: &str| {
             let class = index.class(name).expect("known class");
             index.selectors.intern(&index, class, &[])
@@ -430,5 +465,78 @@ mod tests {
         );
         assert_eq!(b.set.matches(&index, without), Match::Failed(failure));
         assert_eq!(c.set.matches(&index, without), Match::Yes);
+    }
+
+    /// Shortcut answers (see [`shortcut_answer`]) never differ from a full evaluation:
+    /// every device shape the shortcut must refuse or answer, against every plain comparison.
+    #[test]
+    fn shortcut_answers_equal_full_evaluation() {
+        let slice: ResourceSlice = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "s"},
+            "spec": {
+                "driver": "dom", "nodeName": "n", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                "devices": [
+                    {"name": "short", "attributes": {"type": {"string": "gpu"}, "index": {"int": 1}, "ok": {"bool": true}}},
+                    {"name": "qualified", "attributes": {"dom/type": {"string": "gpu"}, "dom/index": {"int": 2}}},
+                    {"name": "both", "attributes": {"type": {"string": "nic"}, "dom/type": {"string": "gpu"}}},
+                    {"name": "other-domain", "attributes": {"other.io/type": {"string": "gpu"}}},
+                    {"name": "wrong-kind", "attributes": {"type": {"int": 3}, "index": {"string": "1"}, "ok": {"string": "true"}}},
+                    {"name": "none"},
+                    {"name": "bad-version", "attributes": {"type": {"string": "gpu"}, "v": {"version": "1.0"}}},
+                    {"name": "good-version", "attributes": {"type": {"string": "gpu"}, "v": {"version": "1.0.0"}}},
+                    {"name": "unset", "attributes": {"type": {"string": "gpu"}, "u": {}}},
+                    {"name": "bad-versions", "attributes": {"type": {"string": "gpu"}, "vs": {"versions": ["1.0.0", "x"]}}}
+                ]
+            }
+        }))
+        .expect("a valid slice");
+        let expressions = [
+            "device.driver == 'dom'",
+            "'other' == device.driver",
+            "device.attributes['dom'].type == 'gpu'",
+            "device.attributes['dom'].index == 1",
+            "device.attributes['dom'].ok == true",
+            "device.attributes['other.io'].type == 'gpu'",
+        ];
+        let classes: Vec<DeviceClass> = expressions
+            .iter()
+            .enumerate()
+            .map(|(i, e)| class(&format!("c{i}"), e))
+            .collect();
+        let index = index_of(&slice, &classes);
+        let mut shortcut_answers = 0;
+        for (i, expression) in expressions.iter().enumerate() {
+            let selector = index.compiler.compile(expression).expect("compiles");
+            assert!(selector.shortcut().is_some(), "{expression}");
+            let class = index.class(&format!("c{i}")).expect("known class");
+            let set = index.selectors.intern(&index, class, &[]);
+            for d in 0..index.devices.len() {
+                let device = DeviceIdx(d as u32);
+                let entry = index.device(device);
+                let full = selector.evaluate(&build_cel_input("dom", entry));
+                if shortcut_answer(selector.shortcut().unwrap(), &index, device).is_some() {
+                    shortcut_answers += 1;
+                }
+                let expected = match full {
+                    Ok(true) => Match::Yes,
+                    Ok(false) => Match::No,
+                    Err(e) => Match::Failed(SelectorFailure {
+                        origin: SelectorOrigin::Class,
+                        index: 0,
+                        compile: false,
+                        message: e.to_string(),
+                    }),
+                };
+                assert_eq!(
+                    set.set.matches(&index, device),
+                    expected,
+                    "{expression} on {}",
+                    entry.name
+                );
+            }
+        }
+        // The shortcut was really taken, and really refused on some devices.
+        assert!(shortcut_answers > 20, "{shortcut_answers}");
+        assert!(shortcut_answers < expressions.len() * index.devices.len());
     }
 }

@@ -137,7 +137,7 @@ macro_rules! kinds {
 
             pub(crate) fn push_into(self, source: Source, cluster: &mut Cluster) {
                 match self {
-                    $( AnyObject::$variant(object) => cluster.$field.push(Located::new(source, *object)), )*
+                    $( AnyObject::$variant(object) => cluster.$field.push(Located::boxed(source, object)), )*
                 }
             }
         }

@@ -35,14 +35,23 @@ impl fmt::Display for Source {
 }
 
 /// An object together with the place it was read from.
+///
+/// The object is boxed: Kubernetes objects are large (a `Pod` is 2.5 KB before any of its
+/// strings), and the loader decodes each into a box of its own, which is then kept as it is
+/// instead of being copied into a vector of such objects.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Located<T> {
     pub source: Source,
-    pub object: T,
+    pub object: Box<T>,
 }
 
 impl<T> Located<T> {
     pub fn new(source: Source, object: T) -> Located<T> {
+        Located::boxed(source, Box::new(object))
+    }
+
+    /// Keeps an object that is boxed already.
+    pub fn boxed(source: Source, object: Box<T>) -> Located<T> {
         Located { source, object }
     }
 }

@@ -32,8 +32,8 @@ fn json_streams_decode_like_yaml() {
     let (a, b) = (&from_yaml.cluster, &from_json.cluster);
     macro_rules! same {
         ($($kind:ident),*) => {$(
-            let left: Vec<_> = a.$kind.iter().map(|o| &o.object).collect();
-            let right: Vec<_> = b.$kind.iter().map(|o| &o.object).collect();
+            let left: Vec<_> = a.$kind.iter().map(|o| &*o.object).collect();
+            let right: Vec<_> = b.$kind.iter().map(|o| &*o.object).collect();
             assert!(!left.is_empty(), "the example has {}", stringify!($kind));
             assert_eq!(left, right, "{}", stringify!($kind));
         )*};

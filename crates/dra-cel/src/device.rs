@@ -65,6 +65,12 @@ impl AttrValue {
     }
 }
 
+/// Whether a `version` attribute value converts for CEL (strict semantic version), as
+/// [`DeviceInput::new`] converts it; a value that does not fails every evaluation on its device.
+pub fn version_converts(raw: &str) -> bool {
+    Semver::parse(raw).is_ok()
+}
+
 /// The attributes or capacities of one domain, sorted by id.
 #[derive(Debug)]
 pub(crate) struct Domain<T> {

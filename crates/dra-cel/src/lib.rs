@@ -44,6 +44,7 @@ mod functions;
 mod net;
 mod parser;
 mod program;
+mod shortcut;
 mod types;
 mod value;
 
@@ -52,11 +53,12 @@ use std::sync::{Arc, RwLock};
 
 pub use ast::Position;
 pub use cost::CostEstimate;
-pub use device::{AttributeValue, DeviceInput};
+pub use device::{AttributeValue, DeviceInput, version_converts};
 pub use error::{
     CompileError, CostExceeded, Issue, RuntimeError, RuntimeErrorKind, SelectorContext,
     SelectorOwner,
 };
+pub use shortcut::{Shortcut, ShortcutValue};
 
 use crate::checker::DeviceDecl;
 use crate::decls::{DeclOptions, Declarations};
@@ -145,6 +147,7 @@ struct SelectorInner {
     deep: bool,
     cost_limit: u64,
     estimate: CostEstimate,
+    shortcut: Option<Shortcut>,
 }
 
 /// A compiled selector; cloning shares the program.
@@ -225,6 +228,7 @@ impl Compiler {
         let estimate = cost::estimate(&parsed.expr, &checked);
         let program = Planner::new(&checked, &parsed.source).plan(&parsed.expr)?;
         let deep = program.depth() > SHALLOW_NESTING;
+        let shortcut = shortcut::find(&program, self.options.cost_limit);
         Ok(Selector {
             inner: Arc::new(SelectorInner {
                 expression: expression.to_string(),
@@ -232,6 +236,7 @@ impl Compiler {
                 deep,
                 cost_limit: self.options.cost_limit,
                 estimate,
+                shortcut,
             }),
         })
     }
@@ -276,6 +281,12 @@ impl Selector {
             });
         }
         Ok(())
+    }
+
+    /// The selector as a plain comparison, when it is one ([`Shortcut`] says how to answer it
+    /// without a [`DeviceInput`] and when the answer must come from [`Selector::evaluate`]).
+    pub fn shortcut(&self) -> Option<&Shortcut> {
+        self.inner.shortcut.as_ref()
     }
 
     /// Evaluates the selector against one device.

@@ -20,6 +20,14 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 use crate::output::Out;
 
+/// The allocator of the `dra` and `kubectl-dra` processes (and of this crate's tests).
+/// A run builds millions of small objects and frees few of them before exit; with glibc's
+/// malloc a third of a simulation went to its bookkeeping and to first-touch page faults,
+/// which are expensive in virtual machines. mimalloc takes memory from the system in large
+/// segments (a few hundred page faults instead of tens of thousands); results are unchanged.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// How a command ended when it did not simply succeed.
 #[derive(Debug)]
 pub enum Failure {

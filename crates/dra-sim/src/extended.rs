@@ -399,7 +399,8 @@ mod tests {
                 Some("2026-01-01T00:00:00Z")
             ),
         ));
-        let classes: Vec<&DeviceClass> = cluster.device_classes.iter().map(|c| &c.object).collect();
+        let classes: Vec<&DeviceClass> =
+            cluster.device_classes.iter().map(|c| &*c.object).collect();
         let mapping = ExtendedResourceMapping::build(&classes);
         assert_eq!(mapping.class_for("example.com/gpu"), Some("new"));
         assert_eq!(mapping.class_for("example.com/nic"), Some("a-tie"));
@@ -431,7 +432,8 @@ mod tests {
             "{}---\napiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  initContainers:\n  - {{name: ic1, resources: {{limits: {{example.com/gpu: 1}}}}}}\n  - {{name: side, restartPolicy: Always, resources: {{limits: {{example.com/gpu: 1}}}}}}\n  - {{name: ic2, resources: {{limits: {{example.com/gpu: 2}}}}}}\n  containers:\n  - {{name: c1, resources: {{requests: {{cpu: '1'}}, limits: {{example.com/gpu: 1}}}}}}\n",
             class("gpu", Some("example.com/gpu"), None)
         ));
-        let classes: Vec<&DeviceClass> = cluster.device_classes.iter().map(|c| &c.object).collect();
+        let classes: Vec<&DeviceClass> =
+            cluster.device_classes.iter().map(|c| &*c.object).collect();
         let mapping = ExtendedResourceMapping::build(&classes);
         let plan = special_claim_plan(
             &cluster.pods[0].object,

@@ -547,7 +547,7 @@ mod tests {
         );
         let node = sim_node(&c.nodes[0].object);
         let pod = PodFacts::of(&c.pods[0].object);
-        let classes: Vec<_> = c.device_classes.iter().map(|d| &d.object).collect();
+        let classes: Vec<_> = c.device_classes.iter().map(|d| &*d.object).collect();
         let mapping = ExtendedResourceMapping::build(&classes);
         assert_eq!(node_fit_failures(&pod, &node, &mapping), vec![]);
         assert!(node_fits(&pod, &node, &mapping));

@@ -118,22 +118,26 @@ impl<'a> SimInput<'a> {
     /// The objects of a loaded cluster, in input order.
     pub fn from_cluster(cluster: &'a dra_api::Cluster) -> SimInput<'a> {
         SimInput {
-            nodes: cluster.nodes.iter().map(|o| &o.object).collect(),
-            pods: cluster.pods.iter().map(|o| &o.object).collect(),
-            claims: cluster.resource_claims.iter().map(|o| &o.object).collect(),
+            nodes: cluster.nodes.iter().map(|o| &*o.object).collect(),
+            pods: cluster.pods.iter().map(|o| &*o.object).collect(),
+            claims: cluster.resource_claims.iter().map(|o| &*o.object).collect(),
             templates: cluster
                 .resource_claim_templates
                 .iter()
-                .map(|o| &o.object)
+                .map(|o| &*o.object)
                 .collect(),
-            slices: cluster.resource_slices.iter().map(|o| &o.object).collect(),
-            classes: cluster.device_classes.iter().map(|o| &o.object).collect(),
+            slices: cluster.resource_slices.iter().map(|o| &*o.object).collect(),
+            classes: cluster.device_classes.iter().map(|o| &*o.object).collect(),
             taint_rules: cluster
                 .device_taint_rules
                 .iter()
-                .map(|o| &o.object)
+                .map(|o| &*o.object)
                 .collect(),
-            priority_classes: cluster.priority_classes.iter().map(|o| &o.object).collect(),
+            priority_classes: cluster
+                .priority_classes
+                .iter()
+                .map(|o| &*o.object)
+                .collect(),
         }
     }
 

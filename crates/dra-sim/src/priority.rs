@@ -64,7 +64,7 @@ mod tests {
             .cluster
             .priority_classes
             .iter()
-            .map(|c| &c.object)
+            .map(|c| &*c.object)
             .collect();
         let got: Vec<Result<i32, String>> = loaded
             .cluster

@@ -256,7 +256,7 @@ mod tests {
     fn pod(yaml: &str) -> Pod {
         let loaded = dra_api::load_str("pod.yaml", yaml);
         assert!(loaded.diagnostics.is_empty(), "{:?}", loaded.diagnostics);
-        loaded.cluster.pods[0].object.clone()
+        (*loaded.cluster.pods[0].object).clone()
     }
 
     fn get(list: &ResourceList, name: &str) -> String {

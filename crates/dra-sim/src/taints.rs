@@ -313,7 +313,7 @@ mod tests {
     #[test]
     fn no_execute_tolerations() {
         let c = cluster(SLICE);
-        let slices: Vec<&ResourceSlice> = c.resource_slices.iter().map(|s| &s.object).collect();
+        let slices: Vec<&ResourceSlice> = c.resource_slices.iter().map(|s| &*s.object).collect();
         let view = TaintView::new(&slices, &[]);
         // No toleration: evicted at once.
         let (time, _) = view.claim_eviction("ns/c", &allocation("a", "[]"));
@@ -358,8 +358,9 @@ mod tests {
         let c = cluster(&format!(
             "{SLICE}---\napiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {{name: drain}}\nspec:\n  deviceSelector: {{driver: d, pool: p}}\n  taint: {{key: drain, effect: NoExecute}}\n"
         ));
-        let slices: Vec<&ResourceSlice> = c.resource_slices.iter().map(|s| &s.object).collect();
-        let rules: Vec<&DeviceTaintRule> = c.device_taint_rules.iter().map(|r| &r.object).collect();
+        let slices: Vec<&ResourceSlice> = c.resource_slices.iter().map(|s| &*s.object).collect();
+        let rules: Vec<&DeviceTaintRule> =
+            c.device_taint_rules.iter().map(|r| &*r.object).collect();
         let view = TaintView::new(&slices, &rules);
         let (time, _) = view.claim_eviction("ns/c", &allocation("b", "[]"));
         let time = time.unwrap();

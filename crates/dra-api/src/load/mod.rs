@@ -595,7 +595,32 @@ fn direct_object(head: &Head, text: &str) -> Option<AnyObject> {
     }
     let mut object = decode_json(api_version, kind, text)??;
     apply_object_defaults(&mut object);
+    release_spare_capacity(&mut object);
     Some(object)
+}
+
+/// Gives back the spare capacity of the lists that dominate a large input's memory. serde
+/// grows a list without knowing its length, so a pod's one container sits in room for four
+/// (2.3 KB instead of 0.6) and a slice's devices in up to twice their size; the malloc'd
+/// tail returned here is reused by the objects decoded next instead of fresh pages, which
+/// are expensive to touch. Contents are unchanged.
+fn release_spare_capacity(object: &mut AnyObject) {
+    match object {
+        AnyObject::Pod(pod) => {
+            if let Some(spec) = pod.spec.as_mut() {
+                spec.containers.shrink_to_fit();
+                if let Some(init) = spec.init_containers.as_mut() {
+                    init.shrink_to_fit();
+                }
+            }
+        }
+        AnyObject::ResourceSlice(slice) => {
+            if let Some(devices) = slice.spec.devices.as_mut() {
+                devices.shrink_to_fit();
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Turns the documents of a chunk (with their chunk-relative lines) into objects

@@ -35,13 +35,13 @@ pub fn run(out: &Out, args: &AllocateArgs) -> Result<(), Failure> {
     let cluster = &loaded.cluster;
     let index = Index::build(
         &IndexInput {
-            nodes: cluster.nodes.iter().map(|o| &o.object).collect(),
-            slices: cluster.resource_slices.iter().map(|o| &o.object).collect(),
-            classes: cluster.device_classes.iter().map(|o| &o.object).collect(),
+            nodes: cluster.nodes.iter().map(|o| &*o.object).collect(),
+            slices: cluster.resource_slices.iter().map(|o| &*o.object).collect(),
+            classes: cluster.device_classes.iter().map(|o| &*o.object).collect(),
             taint_rules: cluster
                 .device_taint_rules
                 .iter()
-                .map(|o| &o.object)
+                .map(|o| &*o.object)
                 .collect(),
         },
         &IndexOptions::default(),
