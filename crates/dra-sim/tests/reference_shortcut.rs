@@ -5,9 +5,7 @@
 
 mod common;
 
-use std::path::Path;
-
-use common::{assert_none_differ, first_difference, generated, inputs, load_file};
+use common::{assert_none_differ, corpus_inputs, first_difference, generated, load_file};
 use dra_sim::{Report, SimInput};
 
 /// Both runs over one input; returns the calls the shortcut skipped.
@@ -59,9 +57,7 @@ fn generated_clusters_give_the_same_report() {
 
 #[test]
 fn corpus_gives_the_same_report() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = inputs(&root.join("../../conformance/cases"));
-    files.extend(inputs(&root.join("../../conformance/own")));
+    let files = corpus_inputs();
     let mut failures = Vec::new();
     let mut skipped = 0;
     for file in &files {

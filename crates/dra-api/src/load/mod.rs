@@ -603,7 +603,8 @@ fn direct_object(head: &Head, text: &str) -> Option<AnyObject> {
 /// grows a list without knowing its length, so a pod's one container sits in room for four
 /// (2.3 KB instead of 0.6) and a slice's devices in up to twice their size; the malloc'd
 /// tail returned here is reused by the objects decoded next instead of fresh pages, which
-/// are expensive to touch. Contents are unchanged.
+/// are expensive to touch. Contents are unchanged. Only this path needs it: decoding from a
+/// `Value` knows every list's length and allocates it exactly.
 fn release_spare_capacity(object: &mut AnyObject) {
     match object {
         AnyObject::Pod(pod) => {

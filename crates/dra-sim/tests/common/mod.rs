@@ -35,6 +35,14 @@ pub fn inputs(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The inputs of the conformance corpus: upstream's cases, then ours.
+pub fn corpus_inputs() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = inputs(&root.join("../../conformance/cases"));
+    files.extend(inputs(&root.join("../../conformance/own")));
+    files
+}
+
 /// Loads one input file.
 pub fn load_file(path: &Path) -> dra_api::Loaded {
     dra_api::load_paths(&[path.to_path_buf()], &dra_api::LoadOptions::default())
