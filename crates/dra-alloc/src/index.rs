@@ -510,7 +510,8 @@ impl Index {
         let pool_key = self.intern_pool(&spec.driver, &spec.pool.name);
         for (d, device) in spec.devices.iter().flatten().enumerate() {
             let key = self.intern_key(&driver, &pool, pool_key, &device.name);
-            let mut capacity = Vec::new();
+            // Sized exactly: growth slack of every device adds up to fresh pages to touch.
+            let mut capacity = Vec::with_capacity(device.capacity.as_ref().map_or(0, |c| c.len()));
             for (name, cap) in device.capacity.iter().flatten() {
                 let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
                 let value = parse_quantity(&slice_name, || field(".value"), &cap.value)?;

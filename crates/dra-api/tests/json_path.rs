@@ -49,3 +49,83 @@ fn json_streams_decode_like_yaml() {
         priority_classes
     );
 }
+
+/// The example cluster as a stream of JSON values, one per line.
+fn example_json_lines() -> Vec<String> {
+    let yaml = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/gpu-migration/cluster.yaml"),
+    )
+    .expect("the example exists");
+    yaml.split("\n---\n")
+        .map(|document| serde_saphyr::from_str::<serde_json::Value>(document).expect("YAML"))
+        .filter(|value| !value.is_null())
+        .map(|value| serde_json::to_string(&value).expect("serialises"))
+        .collect()
+}
+
+/// Everything a load produced, positions included, as comparable text.
+fn outcome(text: &str, threads: usize) -> String {
+    let options = dra_api::LoadOptions {
+        threads,
+        ..dra_api::LoadOptions::default()
+    };
+    let loaded = dra_api::load_str_with("stream.json", text, &options);
+    format!("{:#?}\n{:#?}", loaded.cluster, loaded.diagnostics)
+}
+
+/// A large JSON stream is cut into pieces decoded on several threads; objects, their
+/// lines, duplicates and diagnostics must be exactly those of one thread.
+#[test]
+fn json_streams_decode_alike_on_any_number_of_threads() {
+    let lines = example_json_lines();
+    let mut text = String::new();
+    // Repeats make duplicates, whose diagnostics name the first definition's line.
+    for round in 0..60 {
+        for line in &lines {
+            text.push_str(line);
+            text.push('\n');
+        }
+        if round == 45 {
+            // A type error and an unknown kind late in the stream, in a later piece.
+            text.push_str(r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"typo","namespace":"default"},"spec":{"containers":[{"name":"c","image":"i"}],"nodeName":5}}"#);
+            text.push('\n');
+            text.push_str(
+                r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w"}}"#,
+            );
+            text.push('\n');
+        }
+    }
+    assert!(text.len() > 3 * (128 << 10), "large enough to be cut");
+    let one = outcome(&text, 1);
+    assert!(
+        one.contains("typo") && one.contains("Widget"),
+        "{one:.2000}"
+    );
+    assert!(one.contains("duplicate object"));
+    for threads in [2, 3, 8] {
+        assert!(outcome(&text, threads) == one, "{threads} threads differ");
+    }
+}
+
+/// Cut points are guesses; where one falls inside a value (a pretty-printed stream whose
+/// nested mappings start lines with `{`), the stream is decoded as a whole instead.
+#[test]
+fn json_streams_cut_inside_a_value_decode_as_a_whole() {
+    let lines = example_json_lines();
+    let mut text = String::new();
+    for _ in 0..40 {
+        for line in &lines {
+            let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
+            // Pretty, then every nested mapping moved to the start of its line.
+            let pretty = serde_json::to_string_pretty(&value).expect("serialises");
+            let unindented: Vec<&str> = pretty.lines().map(str::trim_start).collect();
+            text.push_str(&unindented.join("\n").replace(": {", ":\n{"));
+            text.push('\n');
+        }
+    }
+    assert!(text.len() > 3 * (128 << 10), "large enough to be cut");
+    let one = outcome(&text, 1);
+    assert!(outcome(&text, 2) == one);
+    assert!(outcome(&text, 5) == one);
+}

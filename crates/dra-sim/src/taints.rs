@@ -72,6 +72,14 @@ pub struct TaintView {
 
 impl TaintView {
     pub fn new(slices: &[&ResourceSlice], rules: &[&DeviceTaintRule]) -> TaintView {
+        // The common case, no taints at all, needs no per-device map.
+        let any_device_tainted = slices
+            .iter()
+            .flat_map(|slice| slice.spec.devices.iter().flatten())
+            .any(|device| device.taints.as_ref().is_some_and(|t| !t.is_empty()));
+        if rules.is_empty() && !any_device_tainted {
+            return TaintView::default();
+        }
         let mut newest: BTreeMap<(&str, &str), i64> = BTreeMap::new();
         for slice in slices {
             let g = newest

@@ -4,8 +4,9 @@
 //! generic data with serde-saphyr under a resource budget ([`document`]), dispatch on
 //! `apiVersion`/`kind`, convert to the k8s-openapi type (naming the field and line
 //! of a type error), apply API-server defaults, then check for duplicates. Documents
-//! are parsed in parallel; results are assembled in input order, so the outcome does
-//! not depend on threads.
+//! are parsed in parallel (a JSON stream, which has no document markers, in pieces cut
+//! where a line starts a value: [`split::split_json_stream`]); results are assembled in
+//! input order, so the outcome does not depend on threads.
 
 mod document;
 mod head;
@@ -27,7 +28,7 @@ use crate::diagnostic::Diagnostic;
 use crate::source::{ObjectRef, Source};
 use document::{DocRoot, LineTree, Step};
 use head::Head;
-use split::{Chunk, split_documents};
+use split::{Chunk, split_documents, split_json_stream};
 
 /// How to load. `Default` suits command-line use.
 #[derive(Clone, Debug)]
@@ -254,8 +255,20 @@ impl<'a> Loader<'a> {
                 first_line: 1,
             }],
         };
-        let threads = self.thread_count(text.len(), chunks.len());
-        let outputs = parse_chunks(&file, &chunks, self.options, threads);
+        let pieces = match chunks.as_slice() {
+            [chunk] => self.json_piece_count(chunk.text),
+            _ => 1,
+        };
+        let outputs = match (pieces > 1)
+            .then(|| parse_json_pieces(&file, chunks[0], self.options, pieces))
+            .flatten()
+        {
+            Some(output) => vec![output],
+            None => {
+                let threads = self.thread_count(text.len(), chunks.len());
+                parse_chunks(&file, &chunks, self.options, threads)
+            }
+        };
         AnyObject::reserve_in(
             outputs
                 .iter()
@@ -275,13 +288,28 @@ impl<'a> Loader<'a> {
         if len < (1 << 20) || chunks < 2 {
             return 1;
         }
-        let wanted = match self.options.threads {
+        self.wanted_threads().min(chunks).max(1)
+    }
+
+    /// Into how many pieces a stream of JSON values (one chunk: JSON has no document
+    /// markers) is cut to be decoded in parallel: one per thread, each at least
+    /// [`JSON_PIECE_MIN_BYTES`] long.
+    fn json_piece_count(&self, text: &str) -> usize {
+        if !text.trim_start().starts_with('{') {
+            return 1;
+        }
+        self.wanted_threads()
+            .min(text.len() / JSON_PIECE_MIN_BYTES)
+            .max(1)
+    }
+
+    fn wanted_threads(&self) -> usize {
+        match self.options.threads {
             0 => std::thread::available_parallelism()
                 .map_or(1, |n| n.get())
                 .min(8),
             n => n,
-        };
-        wanted.min(chunks).max(1)
+        }
     }
 
     fn insert(&mut self, decoded: Decoded) {
@@ -323,6 +351,52 @@ impl<'a> Loader<'a> {
 
 fn line_u32(line: usize) -> u32 {
     u32::try_from(line).unwrap_or(u32::MAX)
+}
+
+/// Below this, a piece of a JSON stream decodes faster than a thread starts and its memory
+/// is set up (the decode runs at roughly 100 MB/s per core).
+const JSON_PIECE_MIN_BYTES: usize = 128 << 10;
+
+/// A stream of JSON values decoded in `pieces` parallel pieces, or `None` when the stream
+/// has to be decoded as a whole: a cut fell inside a value, or a piece needs the generic
+/// route (see [`json_direct`]). When every piece decodes, each cut is a boundary between
+/// values, so the objects and diagnostics, concatenated in order, are the whole stream's.
+fn parse_json_pieces(
+    file: &Arc<str>,
+    chunk: Chunk<'_>,
+    options: &LoadOptions,
+    pieces: usize,
+) -> Option<ChunkOutput> {
+    let pieces = split_json_stream(chunk, pieces);
+    let (first, rest) = pieces.split_first()?;
+    if rest.is_empty() {
+        return None;
+    }
+    // Per-node lines come from parsing a chunk as YAML, which fails for a stream of two or
+    // more JSON values; a piece holding one value must not do better than its stream would.
+    let outputs: Vec<Option<ChunkOutput>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = rest
+            .iter()
+            .map(|piece| {
+                scope.spawn(move || json_direct(file, *piece, options, &OnceLock::from(None)))
+            })
+            .collect();
+        let first = json_direct(file, *first, options, &OnceLock::from(None));
+        std::iter::once(first)
+            .chain(handles.into_iter().map(|handle| match handle.join() {
+                Ok(output) => output,
+                // A panic in a worker is a bug; re-raise it on the caller's thread.
+                Err(payload) => std::panic::resume_unwind(payload),
+            }))
+            .collect()
+    });
+    let mut merged = ChunkOutput::default();
+    for output in outputs {
+        let output = output?;
+        merged.objects.extend(output.objects);
+        merged.diagnostics.extend(output.diagnostics);
+    }
+    Some(merged)
 }
 
 /// Parses every chunk, on `threads` threads, returning outputs in chunk order.
@@ -427,7 +501,7 @@ fn parse_chunk(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> Chun
     // which knows the line of every item; so does anything serde_json rejects, to get
     // YAML's error message. serde_json bounds nesting itself (128 levels).
     if chunk.text.trim_start().starts_with(['{', '['])
-        && let Some(output) = json_direct(file, chunk, options)
+        && let Some(output) = json_direct(file, chunk, options, &OnceLock::new())
     {
         return output;
     }
@@ -531,11 +605,17 @@ fn json_stream(text: &str) -> Result<Vec<(u32, DocRoot)>, (String, u32)> {
 /// [`head`]), streaming one document after the other. `None` when the chunk must go the
 /// generic way: it is not a JSON stream, or a document has items whose lines only the
 /// YAML parser records.
-fn json_direct(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> Option<ChunkOutput> {
+///
+/// `lines` holds the chunk's per-node lines once a conversion error asks for them.
+fn json_direct(
+    file: &Arc<str>,
+    chunk: Chunk<'_>,
+    options: &LoadOptions,
+    lines: &OnceLock<Option<Vec<LineTree>>>,
+) -> Option<ChunkOutput> {
     let text = chunk.text;
     let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Head>();
     let mut output = ChunkOutput::default();
-    let lines = OnceLock::new();
     let mut stream_lines = StreamLines::default();
     for doc_index in 0.. {
         let (value_start, line) = stream_lines.next_value(text, stream.byte_offset());
@@ -553,7 +633,7 @@ fn json_direct(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> Opti
             chunk,
             options,
             doc_index,
-            lines: &lines,
+            lines,
         };
         let doc_line = ctx.at_line(line_u32(line));
         if let Some(object) = direct_object(&head, doc_text) {

@@ -55,6 +55,45 @@ pub(crate) fn split_documents(text: &str) -> Option<Vec<Chunk<'_>>> {
     Some(chunks)
 }
 
+/// Cuts a chunk holding a stream of JSON values into at most `parts` pieces of about equal
+/// size, each starting where a line starts with `{`, so that they can be decoded in parallel.
+///
+/// The cut is a guess: a `{` at the start of a line may sit inside a string or a multi-line
+/// value. The caller accepts the pieces only when every one of them decodes as a complete
+/// stream of JSON values; then the cut points are value boundaries of the whole stream, and
+/// the pieces decode to exactly what the whole would have. Returns fewer pieces (possibly
+/// one) when no cut point is found.
+pub(crate) fn split_json_stream(chunk: Chunk<'_>, parts: usize) -> Vec<Chunk<'_>> {
+    let text = chunk.text;
+    let mut cuts = vec![0usize];
+    for k in 1..parts.max(1) {
+        // A line break just before the target counts: the piece may start right at it.
+        let target = ((text.len() / parts) * k).saturating_sub(1);
+        let mut from = target.max(cuts.last().copied().unwrap_or(0));
+        while !text.is_char_boundary(from) {
+            from += 1;
+        }
+        match text.get(from..).and_then(|rest| rest.find("\n{")) {
+            // The piece starts at the `{`, after the line break.
+            Some(at) => cuts.push(from + at + 1),
+            None => break,
+        }
+    }
+    cuts.push(text.len());
+    let mut pieces = Vec::with_capacity(cuts.len() - 1);
+    let mut first_line = chunk.first_line;
+    for window in cuts.windows(2) {
+        let piece = &text[window[0]..window[1]];
+        pieces.push(Chunk {
+            text: piece,
+            first_line,
+        });
+        let newlines = piece.bytes().filter(|&b| b == b'\n').count();
+        first_line = first_line.saturating_add(u32::try_from(newlines).unwrap_or(u32::MAX));
+    }
+    pieces
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +134,33 @@ mod tests {
             vec![(1, "a: 1\r\n"), (2, "---\r\nb: 2\r\n")]
         );
         assert_eq!(cut(""), vec![]);
+    }
+
+    fn json_pieces(text: &str, parts: usize) -> Vec<(u32, &str)> {
+        let chunk = Chunk {
+            text,
+            first_line: 3,
+        };
+        split_json_stream(chunk, parts)
+            .into_iter()
+            .map(|c| (c.first_line, c.text))
+            .collect()
+    }
+
+    #[test]
+    fn json_streams_are_cut_where_a_line_starts_a_mapping() {
+        let text = "{\"a\":1}\n{\"b\":2}\n{\"c\":3}\n{\"d\":4}\n";
+        assert_eq!(
+            json_pieces(text, 2),
+            vec![(3, "{\"a\":1}\n{\"b\":2}\n"), (5, "{\"c\":3}\n{\"d\":4}\n")]
+        );
+        // The pieces always cover the text, in order.
+        for parts in 1..6 {
+            let joined: String = json_pieces(text, parts).iter().map(|p| p.1).collect();
+            assert_eq!(joined, text);
+        }
+        // No line starts with `{` after the midpoint: one piece.
+        assert_eq!(json_pieces("{\"a\":\n 1}", 2), vec![(3, "{\"a\":\n 1}")]);
     }
 
     #[test]

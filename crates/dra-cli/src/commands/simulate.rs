@@ -24,7 +24,7 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
     // The snapshot holds what the simulation needs of the slices, which are most of a large
     // cluster's memory; only `-o yaml` prints them again.
     if out.format != OutputFormat::Yaml {
-        loaded.cluster.resource_slices = Vec::new();
+        crate::leave_to_exit(crate::take_slices(&mut loaded.cluster));
     }
     let sim_input = SimInput::from_cluster(&loaded.cluster);
     let model_pick = match args.node_pick {
