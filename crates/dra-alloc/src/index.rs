@@ -310,6 +310,9 @@ pub struct IndexInput<'a> {
 #[derive(Debug, Clone, Default)]
 pub struct IndexOptions {
     pub features: Features,
+    /// Threads converting the slices' devices; `None` picks one per core (at most 8) for
+    /// snapshots large enough to gain from it. The index is the same for any number.
+    pub threads: Option<usize>,
 }
 
 /// The immutable, shareable index of one cluster snapshot. `Sync`: many threads may allocate
@@ -348,6 +351,271 @@ fn parse_quantity(
         slice: slice.to_string(),
         field: field(),
         message: e.to_string(),
+    })
+}
+
+/// What a slice contributes to the index before it has a place in it: everything but the
+/// dense keys and positions, which [`Index::add_slice`] assigns in input order. Slices are
+/// prepared independently of each other, so on several threads ([`prepare_slices`]).
+#[derive(Debug)]
+struct PreparedSlice {
+    name: String,
+    selection: SliceNodeSelection,
+    shared_counters: Vec<CounterSetEntry>,
+    /// How many devices the slice appended to its run's devices.
+    devices: usize,
+}
+
+/// A contiguous run of slices prepared on one thread: the slices in order, and their devices
+/// one after the other.
+#[derive(Debug)]
+struct PreparedRun {
+    slices: Vec<Result<PreparedSlice, IndexError>>,
+    devices: Vec<DeviceEntry>,
+}
+
+/// Below this many devices, converting them costs less than starting a thread.
+const PARALLEL_PREPARE_MIN_DEVICES: usize = 512;
+
+/// [`prepare_slice`] for every slice, in input order: on `threads` threads, by default one
+/// per core for large snapshots, each thread taking a contiguous run of slices of about equal
+/// device count (with its own string interner: equal strings are then shared per thread, which
+/// only changes memory). The first error in input order is the one [`Index::build`] returns,
+/// as on one thread. The first run's devices have room for all, so that the index can take
+/// them over and append the other runs' without moving them: while the runs are joined, the
+/// devices are held at most one and a half times over (two threads).
+fn prepare_slices(
+    slices: &[&ResourceSlice],
+    taint_rules: &[&DeviceTaintRule],
+    threads: Option<usize>,
+) -> Vec<PreparedRun> {
+    let device_count = |slice: &&ResourceSlice| slice.spec.devices.as_ref().map_or(0, Vec::len);
+    let total: usize = slices.iter().map(device_count).sum();
+    let threads = threads
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .min(8)
+                .min(total / PARALLEL_PREPARE_MIN_DEVICES)
+        })
+        .max(1);
+    let prepare_run = |run: &[&ResourceSlice], room: usize| {
+        let mut strings = Interner::default();
+        let mut devices = Vec::with_capacity(room);
+        let slices = run
+            .iter()
+            .map(|slice| prepare_slice(slice, taint_rules, &mut strings, &mut devices))
+            .collect();
+        PreparedRun { slices, devices }
+    };
+    if threads == 1 {
+        return vec![prepare_run(slices, total)];
+    }
+    let per_thread = total.div_ceil(threads);
+    let mut runs = Vec::with_capacity(threads);
+    let (mut start, mut acc) = (0, 0);
+    for (i, slice) in slices.iter().enumerate() {
+        acc += device_count(slice);
+        if acc >= per_thread && runs.len() + 1 < threads {
+            runs.push(&slices[start..=i]);
+            (start, acc) = (i + 1, 0);
+        }
+    }
+    runs.push(&slices[start..]);
+    std::thread::scope(|scope| {
+        let (first, rest) = runs.split_first().expect("at least one run");
+        let handles: Vec<_> = rest
+            .iter()
+            .map(|run| scope.spawn(|| prepare_run(run, run.iter().map(device_count).sum())))
+            .collect();
+        let mut prepared = vec![prepare_run(first, total)];
+        for handle in handles {
+            match handle.join() {
+                Ok(run) => prepared.push(run),
+                // A panic in a worker is a bug; re-raise it on the caller's thread.
+                Err(payload) => std::panic::resume_unwind(payload),
+            }
+        }
+        prepared
+    })
+}
+
+/// Converts one slice's devices (attributes, capacities, counters, taints from the slice and
+/// the matching DeviceTaintRules), appending them to `devices`, and its node selection; fails
+/// on a quantity that does not parse, leaving `devices` as it was.
+fn prepare_slice(
+    slice: &ResourceSlice,
+    taint_rules: &[&DeviceTaintRule],
+    strings: &mut Interner,
+    devices: &mut Vec<DeviceEntry>,
+) -> Result<PreparedSlice, IndexError> {
+    let before = devices.len();
+    let prepared = prepare_slice_into(slice, taint_rules, strings, devices);
+    if prepared.is_err() {
+        devices.truncate(before);
+    }
+    prepared
+}
+
+fn prepare_slice_into(
+    slice: &ResourceSlice,
+    taint_rules: &[&DeviceTaintRule],
+    strings: &mut Interner,
+    devices: &mut Vec<DeviceEntry>,
+) -> Result<PreparedSlice, IndexError> {
+    let before = devices.len();
+    let spec = &slice.spec;
+    let slice_name = slice.metadata.name.clone().unwrap_or_default();
+    let node_name = spec.node_name.clone().unwrap_or_default();
+    let selection = if !node_name.is_empty() {
+        SliceNodeSelection::NodeName(node_name.clone())
+    } else if spec.all_nodes == Some(true) {
+        SliceNodeSelection::AllNodes
+    } else if let Some(selector) = &spec.node_selector {
+        SliceNodeSelection::Selector(selector.clone())
+    } else if spec.per_device_node_selection == Some(true) {
+        SliceNodeSelection::PerDevice
+    } else {
+        SliceNodeSelection::Unknown
+    };
+    let mut shared_counters = Vec::new();
+    for (i, set) in spec.shared_counters.iter().flatten().enumerate() {
+        let mut counters = BTreeMap::new();
+        for (name, counter) in &set.counters {
+            let value = parse_quantity(
+                &slice_name,
+                || format!("spec.sharedCounters[{i}].counters[{name:?}].value"),
+                &counter.value,
+            )?;
+            counters.insert(name.clone(), value);
+        }
+        shared_counters.push(CounterSetEntry {
+            name: set.name.clone(),
+            counters,
+        });
+    }
+    for (d, device) in spec.devices.iter().flatten().enumerate() {
+        // Sized exactly: growth slack of every device adds up to fresh pages to touch.
+        let mut capacity = Vec::with_capacity(device.capacity.as_ref().map_or(0, |c| c.len()));
+        for (name, cap) in device.capacity.iter().flatten() {
+            let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
+            let value = parse_quantity(&slice_name, || field(".value"), &cap.value)?;
+            let policy = match &cap.request_policy {
+                None => None,
+                Some(policy) => Some(RequestPolicy {
+                    default: policy
+                        .default
+                        .as_ref()
+                        .map(|q| parse_quantity(&slice_name, || field(".requestPolicy.default"), q))
+                        .transpose()?,
+                    valid_values: policy
+                        .valid_values
+                        .as_ref()
+                        .map(|values| {
+                            values
+                                .iter()
+                                .map(|q| {
+                                    parse_quantity(
+                                        &slice_name,
+                                        || field(".requestPolicy.validValues"),
+                                        q,
+                                    )
+                                })
+                                .collect::<Result<Vec<_>, _>>()
+                        })
+                        .transpose()?,
+                    valid_range: match &policy.valid_range {
+                        None => None,
+                        Some(range) => Some(ValidRange {
+                            min: parse_quantity(
+                                &slice_name,
+                                || field(".requestPolicy.validRange.min"),
+                                &range.min,
+                            )?,
+                            max: range
+                                .max
+                                .as_ref()
+                                .map(|q| {
+                                    parse_quantity(
+                                        &slice_name,
+                                        || field(".requestPolicy.validRange.max"),
+                                        q,
+                                    )
+                                })
+                                .transpose()?,
+                            step: range
+                                .step
+                                .as_ref()
+                                .map(|q| {
+                                    parse_quantity(
+                                        &slice_name,
+                                        || field(".requestPolicy.validRange.step"),
+                                        q,
+                                    )
+                                })
+                                .transpose()?,
+                        }),
+                    },
+                }),
+            };
+            capacity.push((strings.get(name), Capacity { value, policy }));
+        }
+        let mut consumes_counters = Vec::new();
+        for (c, consumption) in device.consumes_counters.iter().flatten().enumerate() {
+            let mut counters = Vec::new();
+            for (name, counter) in &consumption.counters {
+                let value = parse_quantity(
+                    &slice_name,
+                    || format!("spec.devices[{d}].consumesCounters[{c}].counters[{name:?}].value"),
+                    &counter.value,
+                )?;
+                counters.push((name.clone(), value));
+            }
+            consumes_counters.push(CounterConsumption {
+                counter_set: consumption.counter_set.clone(),
+                counters,
+            });
+        }
+        let mut taints = device.taints.clone().unwrap_or_default();
+        for rule in taint_rules {
+            if taint_rule_selects(rule, &spec.driver, &spec.pool.name, &device.name) {
+                taints.push(rule.spec.taint.clone());
+            }
+        }
+        // Both maps come sorted from the BTreeMaps of the wire type.
+        let attributes = device
+            .attributes
+            .iter()
+            .flatten()
+            .map(|(k, v)| (strings.get(k), AttrValue::from_api(v, strings)))
+            .collect();
+        devices.push(DeviceEntry {
+            // Placeholders until the slice takes its place: `Index::add_slice`.
+            key: DeviceKey(u32::MAX),
+            pool_key: u32::MAX,
+            slice: SliceIdx(u32::MAX),
+            name: strings.get(&device.name),
+            attributes,
+            capacity,
+            consumes_counters,
+            taints,
+            binding_conditions: device.binding_conditions.clone(),
+            binding_failure_conditions: device.binding_failure_conditions.clone(),
+            binds_to_node: device.binds_to_node == Some(true),
+            allow_multiple_allocations: device.allow_multiple_allocations == Some(true),
+            node_name: device.node_name.clone(),
+            all_nodes: device.all_nodes == Some(true),
+            node_selector: device.node_selector.clone(),
+            cel_input: OnceLock::new(),
+            cel_input_asked: AtomicBool::new(false),
+            cel_converts: OnceLock::new(),
+        });
+    }
+    Ok(PreparedSlice {
+        name: slice_name,
+        selection,
+        shared_counters,
+        devices: devices.len() - before,
     })
 }
 
@@ -406,18 +674,20 @@ impl Index {
                 config: spec.and_then(|s| s.config.clone()).unwrap_or_default(),
             });
         }
-        // Entries are large: room for all at once instead of growth slack.
+        // Entries are large: room for all at once instead of growth slack (the devices come
+        // with room for all in the first run).
         index.slices.reserve(input.slices.len());
-        index.devices.reserve(
-            input
-                .slices
-                .iter()
-                .map(|s| s.spec.devices.as_ref().map_or(0, Vec::len))
-                .sum(),
-        );
-        let mut strings = Interner::default();
-        for slice in &input.slices {
-            index.add_slice(slice, &input.taint_rules, &mut strings)?;
+        let mut slices = input.slices.iter();
+        for mut run in prepare_slices(&input.slices, &input.taint_rules, options.threads) {
+            if index.devices.is_empty() {
+                index.devices = run.devices;
+            } else {
+                index.devices.append(&mut run.devices);
+            }
+            // The run's slices first: `zip` must not take an input slice past the run's end.
+            for (prepared, slice) in run.slices.into_iter().zip(slices.by_ref()) {
+                index.add_slice(slice, prepared?);
+            }
         }
         Ok(index)
     }
@@ -467,175 +737,38 @@ impl Index {
         self.key_pool[key.0 as usize]
     }
 
-    fn add_slice(
-        &mut self,
-        slice: &ResourceSlice,
-        taint_rules: &[&DeviceTaintRule],
-        strings: &mut Interner,
-    ) -> Result<(), IndexError> {
+    /// Adds a slice whose devices [`prepare_slice`] converted: gives the slice and its
+    /// devices their place and keys, in input order.
+    fn add_slice(&mut self, slice: &ResourceSlice, prepared: PreparedSlice) {
         let spec = &slice.spec;
-        let slice_name = slice.metadata.name.clone().unwrap_or_default();
+        let PreparedSlice {
+            name: slice_name,
+            selection,
+            shared_counters,
+            devices,
+        } = prepared;
         let idx = SliceIdx(self.slices.len() as u32);
-        let node_name = spec.node_name.clone().unwrap_or_default();
-        let selection = if !node_name.is_empty() {
-            SliceNodeSelection::NodeName(node_name.clone())
-        } else if spec.all_nodes == Some(true) {
-            SliceNodeSelection::AllNodes
-        } else if let Some(selector) = &spec.node_selector {
-            SliceNodeSelection::Selector(selector.clone())
-        } else if spec.per_device_node_selection == Some(true) {
-            SliceNodeSelection::PerDevice
-        } else {
-            SliceNodeSelection::Unknown
-        };
-        let mut shared_counters = Vec::new();
-        for (i, set) in spec.shared_counters.iter().flatten().enumerate() {
-            let mut counters = BTreeMap::new();
-            for (name, counter) in &set.counters {
-                let value = parse_quantity(
-                    &slice_name,
-                    || format!("spec.sharedCounters[{i}].counters[{name:?}].value"),
-                    &counter.value,
-                )?;
-                counters.insert(name.clone(), value);
-            }
-            shared_counters.push(CounterSetEntry {
-                name: set.name.clone(),
-                counters,
-            });
-        }
-        let start = self.devices.len() as u32;
+        // The slice's devices are in place already, right after the previous slice's.
+        let start = self.slices.last().map_or(0, |s| s.devices.end);
+        let end = start + devices as u32;
         let driver: Arc<str> = spec.driver.as_str().into();
         let pool: Arc<str> = spec.pool.name.as_str().into();
         let pool_key = self.intern_pool(&spec.driver, &spec.pool.name);
-        for (d, device) in spec.devices.iter().flatten().enumerate() {
-            let key = self.intern_key(&driver, &pool, pool_key, &device.name);
-            // Sized exactly: growth slack of every device adds up to fresh pages to touch.
-            let mut capacity = Vec::with_capacity(device.capacity.as_ref().map_or(0, |c| c.len()));
-            for (name, cap) in device.capacity.iter().flatten() {
-                let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
-                let value = parse_quantity(&slice_name, || field(".value"), &cap.value)?;
-                let policy = match &cap.request_policy {
-                    None => None,
-                    Some(policy) => Some(RequestPolicy {
-                        default: policy
-                            .default
-                            .as_ref()
-                            .map(|q| {
-                                parse_quantity(&slice_name, || field(".requestPolicy.default"), q)
-                            })
-                            .transpose()?,
-                        valid_values: policy
-                            .valid_values
-                            .as_ref()
-                            .map(|values| {
-                                values
-                                    .iter()
-                                    .map(|q| {
-                                        parse_quantity(
-                                            &slice_name,
-                                            || field(".requestPolicy.validValues"),
-                                            q,
-                                        )
-                                    })
-                                    .collect::<Result<Vec<_>, _>>()
-                            })
-                            .transpose()?,
-                        valid_range: match &policy.valid_range {
-                            None => None,
-                            Some(range) => Some(ValidRange {
-                                min: parse_quantity(
-                                    &slice_name,
-                                    || field(".requestPolicy.validRange.min"),
-                                    &range.min,
-                                )?,
-                                max: range
-                                    .max
-                                    .as_ref()
-                                    .map(|q| {
-                                        parse_quantity(
-                                            &slice_name,
-                                            || field(".requestPolicy.validRange.max"),
-                                            q,
-                                        )
-                                    })
-                                    .transpose()?,
-                                step: range
-                                    .step
-                                    .as_ref()
-                                    .map(|q| {
-                                        parse_quantity(
-                                            &slice_name,
-                                            || field(".requestPolicy.validRange.step"),
-                                            q,
-                                        )
-                                    })
-                                    .transpose()?,
-                            }),
-                        },
-                    }),
-                };
-                capacity.push((strings.get(name), Capacity { value, policy }));
-            }
-            let mut consumes_counters = Vec::new();
-            for (c, consumption) in device.consumes_counters.iter().flatten().enumerate() {
-                let mut counters = Vec::new();
-                for (name, counter) in &consumption.counters {
-                    let value = parse_quantity(
-                        &slice_name,
-                        || {
-                            format!(
-                                "spec.devices[{d}].consumesCounters[{c}].counters[{name:?}].value"
-                            )
-                        },
-                        &counter.value,
-                    )?;
-                    counters.push((name.clone(), value));
-                }
-                consumes_counters.push(CounterConsumption {
-                    counter_set: consumption.counter_set.clone(),
-                    counters,
-                });
-            }
-            let mut taints = device.taints.clone().unwrap_or_default();
-            for rule in taint_rules {
-                if taint_rule_selects(rule, &spec.driver, &spec.pool.name, &device.name) {
-                    taints.push(rule.spec.taint.clone());
-                }
-            }
-            // Both maps come sorted from the BTreeMaps of the wire type.
-            let attributes = device
-                .attributes
-                .iter()
-                .flatten()
-                .map(|(k, v)| (strings.get(k), AttrValue::from_api(v, strings)))
-                .collect();
-            self.devices.push(DeviceEntry {
-                key,
-                pool_key,
-                slice: idx,
-                name: strings.get(&device.name),
-                attributes,
-                capacity,
-                consumes_counters,
-                taints,
-                binding_conditions: device.binding_conditions.clone(),
-                binding_failure_conditions: device.binding_failure_conditions.clone(),
-                binds_to_node: device.binds_to_node == Some(true),
-                allow_multiple_allocations: device.allow_multiple_allocations == Some(true),
-                node_name: device.node_name.clone(),
-                all_nodes: device.all_nodes == Some(true),
-                node_selector: device.node_selector.clone(),
-                cel_input: OnceLock::new(),
-                cel_input_asked: AtomicBool::new(false),
-                cel_converts: OnceLock::new(),
-            });
+        for at in start as usize..end as usize {
+            let name = self.devices[at].name.clone();
+            let key = self.intern_key(&driver, &pool, pool_key, &name);
+            let device = &mut self.devices[at];
+            device.key = key;
+            device.pool_key = pool_key;
+            device.slice = idx;
         }
-        let end = self.devices.len() as u32;
-        if node_name.is_empty() {
-            self.slices_shared.push(idx);
-        } else {
-            self.slices_on_node.entry(node_name).or_default().push(idx);
+        match spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+            None => self.slices_shared.push(idx),
+            Some(node_name) => self
+                .slices_on_node
+                .entry(node_name.to_string())
+                .or_default()
+                .push(idx),
         }
         self.slices_by_pool
             .entry((spec.driver.clone(), spec.pool.name.clone()))
@@ -654,7 +787,6 @@ impl Index {
             shared_counters,
             devices: start..end,
         });
-        Ok(())
     }
 
     /// The node with this name.
@@ -764,4 +896,136 @@ pub fn taint_rule_selects(rule: &DeviceTaintRule, driver: &str, pool: &str, devi
     selector.driver.as_deref().is_none_or(|d| d == driver)
         && selector.pool.as_deref().is_none_or(|p| p == pool)
         && selector.device.as_deref().is_none_or(|n| n == device)
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::resource::v1::{DeviceTaintRuleSpec, DeviceTaintSelector};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
+
+    use super::*;
+
+    /// Slices of several generated shapes (attributes of every kind, capacities with request
+    /// policies, counter sets, consumed counters), with taints, a rule and two bad quantities.
+    fn slices_and_rules() -> (Vec<ResourceSlice>, Vec<DeviceTaintRule>) {
+        let mut slices = Vec::new();
+        for preset in ["gpu-nic", "partitionable", "consumable-capacity"] {
+            let spec = dra_gen::preset(preset, 12).expect("preset");
+            slices.extend(dra_gen::generate(&spec).expect("generate").resource_slices);
+        }
+        let taint = DeviceTaint {
+            key: "example.com/unhealthy".into(),
+            effect: "NoSchedule".into(),
+            ..DeviceTaint::default()
+        };
+        slices[3].spec.devices.as_mut().expect("devices")[0].taints = Some(vec![taint.clone()]);
+        for at in [7, slices.len() - 5] {
+            let devices = slices[at].spec.devices.as_mut().expect("devices");
+            let device = devices.last_mut().expect("a device");
+            device
+                .capacity
+                .get_or_insert_default()
+                .entry("memory".into())
+                .or_default()
+                .value = WireQuantity("not a quantity".into());
+        }
+        let rule = DeviceTaintRule {
+            spec: DeviceTaintRuleSpec {
+                device_selector: Some(DeviceTaintSelector {
+                    driver: Some(slices[10].spec.driver.clone()),
+                    ..DeviceTaintSelector::default()
+                }),
+                taint,
+            },
+            ..DeviceTaintRule::default()
+        };
+        (slices, vec![rule])
+    }
+
+    #[test]
+    fn slices_prepare_alike_on_any_number_of_threads() {
+        let (slices, rules) = slices_and_rules();
+        let slices: Vec<&ResourceSlice> = slices.iter().collect();
+        let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
+        // The same slices and devices, whichever run they were prepared in.
+        let flat = |runs: Vec<PreparedRun>| {
+            let (mut slices, mut devices) = (Vec::new(), Vec::new());
+            for run in runs {
+                slices.extend(run.slices);
+                devices.extend(run.devices);
+            }
+            format!("{slices:?}\n{devices:?}")
+        };
+        let one = flat(prepare_slices(&slices, &rules, Some(1)));
+        assert_eq!(
+            one.matches("Err(IndexError").count(),
+            2,
+            "the bad quantities fail"
+        );
+        assert!(
+            one.contains("example.com/unhealthy"),
+            "the taints are there"
+        );
+        for threads in [2, 3, 7, slices.len() + 3] {
+            let many = flat(prepare_slices(&slices, &rules, Some(threads)));
+            assert!(many == one, "{threads} threads differ");
+        }
+    }
+
+    /// Everything a built index holds about slices and devices, as comparable text.
+    fn index_text(slices: &[&ResourceSlice], rules: &[&DeviceTaintRule], threads: usize) -> String {
+        let input = IndexInput {
+            nodes: Vec::new(),
+            slices: slices.to_vec(),
+            classes: Vec::new(),
+            taint_rules: rules.to_vec(),
+        };
+        let options = IndexOptions {
+            threads: Some(threads),
+            ..IndexOptions::default()
+        };
+        match Index::build(&input, &options) {
+            Ok(index) => {
+                // A HashMap prints in its own order.
+                let on_node: BTreeMap<_, _> = index.slices_on_node.iter().collect();
+                format!(
+                    "{:?}\n{:?}\n{:?}\n{on_node:?}",
+                    index.slices, index.devices, index.key_names
+                )
+            }
+            Err(error) => format!("{error:?}"),
+        }
+    }
+
+    #[test]
+    fn indexes_build_alike_on_any_number_of_threads() {
+        let (mut slices, rules) = slices_and_rules();
+        let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
+        // With the bad quantities: the first one in input order fails the build.
+        let refs: Vec<&ResourceSlice> = slices.iter().collect();
+        let failed = index_text(&refs, &rules, 1);
+        assert!(failed.contains("IndexError"), "{failed:.300}");
+        for threads in [2, 3, 7] {
+            assert_eq!(index_text(&refs, &rules, threads), failed);
+        }
+        // Without them, whole indexes.
+        for slice in &mut slices {
+            for device in slice.spec.devices.iter_mut().flatten() {
+                if let Some(memory) = device.capacity.as_mut().and_then(|c| c.get_mut("memory"))
+                    && memory.value.0 == "not a quantity"
+                {
+                    memory.value = WireQuantity("1Gi".into());
+                }
+            }
+        }
+        let refs: Vec<&ResourceSlice> = slices.iter().collect();
+        let one = index_text(&refs, &rules, 1);
+        assert!(!one.contains("IndexError") && one.contains("example.com/unhealthy"));
+        for threads in [2, 3, 7, refs.len() + 3] {
+            assert!(
+                index_text(&refs, &rules, threads) == one,
+                "{threads} threads differ"
+            );
+        }
+    }
 }
