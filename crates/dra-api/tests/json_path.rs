@@ -4,18 +4,11 @@
 /// included) that the YAML path gives for the same documents.
 #[test]
 fn json_streams_decode_like_yaml() {
-    let yaml = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../examples/gpu-migration/cluster.yaml"),
-    )
-    .expect("the example exists");
+    let yaml = example_yaml();
     let mut json = String::new();
-    for document in yaml.split("\n---\n") {
-        let value: serde_json::Value = serde_saphyr::from_str(document).expect("a YAML document");
-        if !value.is_null() {
-            json.push_str(&serde_json::to_string(&value).expect("serialises"));
-            json.push('\n');
-        }
+    for line in example_json_lines() {
+        json.push_str(&line);
+        json.push('\n');
     }
     let from_yaml = dra_api::load_str("example.yaml", &yaml);
     let from_json = dra_api::load_str("example.json", &json);
@@ -50,14 +43,18 @@ fn json_streams_decode_like_yaml() {
     );
 }
 
-/// The example cluster as a stream of JSON values, one per line.
-fn example_json_lines() -> Vec<String> {
-    let yaml = std::fs::read_to_string(
+fn example_yaml() -> String {
+    std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../../examples/gpu-migration/cluster.yaml"),
     )
-    .expect("the example exists");
-    yaml.split("\n---\n")
+    .expect("the example exists")
+}
+
+/// The example cluster as JSON values, one per document.
+fn example_json_lines() -> Vec<String> {
+    example_yaml()
+        .split("\n---\n")
         .map(|document| serde_saphyr::from_str::<serde_json::Value>(document).expect("YAML"))
         .filter(|value| !value.is_null())
         .map(|value| serde_json::to_string(&value).expect("serialises"))
@@ -72,6 +69,17 @@ fn outcome(text: &str, threads: usize) -> String {
     };
     let loaded = dra_api::load_str_with("stream.json", text, &options);
     format!("{:#?}\n{:#?}", loaded.cluster, loaded.diagnostics)
+}
+
+/// Loads `text` (large enough to be cut) on one thread and on each of `threads`, asserts that
+/// every load gives the same outcome, and returns it.
+fn outcome_alike_on_threads(text: &str, threads: &[usize]) -> String {
+    assert!(text.len() > 3 * (128 << 10), "large enough to be cut");
+    let one = outcome(text, 1);
+    for &n in threads {
+        assert!(outcome(text, n) == one, "{n} threads differ");
+    }
+    one
 }
 
 /// A large JSON stream is cut into pieces decoded on several threads; objects, their
@@ -96,16 +104,12 @@ fn json_streams_decode_alike_on_any_number_of_threads() {
             text.push('\n');
         }
     }
-    assert!(text.len() > 3 * (128 << 10), "large enough to be cut");
-    let one = outcome(&text, 1);
+    let one = outcome_alike_on_threads(&text, &[2, 3, 8]);
     assert!(
         one.contains("typo") && one.contains("Widget"),
         "{one:.2000}"
     );
     assert!(one.contains("duplicate object"));
-    for threads in [2, 3, 8] {
-        assert!(outcome(&text, threads) == one, "{threads} threads differ");
-    }
 }
 
 /// Cut points are guesses; where one falls inside a value (a pretty-printed stream whose
@@ -124,8 +128,5 @@ fn json_streams_cut_inside_a_value_decode_as_a_whole() {
             text.push('\n');
         }
     }
-    assert!(text.len() > 3 * (128 << 10), "large enough to be cut");
-    let one = outcome(&text, 1);
-    assert!(outcome(&text, 2) == one);
-    assert!(outcome(&text, 5) == one);
+    outcome_alike_on_threads(&text, &[2, 5]);
 }

@@ -368,27 +368,13 @@ fn parse_json_pieces(
     pieces: usize,
 ) -> Option<ChunkOutput> {
     let pieces = split_json_stream(chunk, pieces);
-    let (first, rest) = pieces.split_first()?;
-    if rest.is_empty() {
+    if pieces.len() < 2 {
         return None;
     }
     // Per-node lines come from parsing a chunk as YAML, which fails for a stream of two or
     // more JSON values; a piece holding one value must not do better than its stream would.
-    let outputs: Vec<Option<ChunkOutput>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = rest
-            .iter()
-            .map(|piece| {
-                scope.spawn(move || json_direct(file, *piece, options, &OnceLock::from(None)))
-            })
-            .collect();
-        let first = json_direct(file, *first, options, &OnceLock::from(None));
-        std::iter::once(first)
-            .chain(handles.into_iter().map(|handle| match handle.join() {
-                Ok(output) => output,
-                // A panic in a worker is a bug; re-raise it on the caller's thread.
-                Err(payload) => std::panic::resume_unwind(payload),
-            }))
-            .collect()
+    let outputs = map_on_threads(&pieces, |piece| {
+        json_direct(file, *piece, options, &OnceLock::from(None))
     });
     let mut merged = ChunkOutput::default();
     for output in outputs {
@@ -429,26 +415,35 @@ fn parse_chunks(
     if start < chunks.len() {
         ranges.push(start..chunks.len());
     }
+    let parts: Vec<&[Chunk<'_>]> = ranges.into_iter().map(|range| &chunks[range]).collect();
+    map_on_threads(&parts, |part| {
+        part.iter()
+            .map(|chunk| parse_chunk(file, *chunk, options))
+            .collect::<Vec<_>>()
+    })
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// `work` on every part, one thread per part (the first on the caller's thread), with the
+/// results in the parts' order whatever the threads' timing.
+fn map_on_threads<P: Sync, R: Send>(parts: &[P], work: impl Fn(&P) -> R + Sync) -> Vec<R> {
+    let Some((first, rest)) = parts.split_first() else {
+        return Vec::new();
+    };
     std::thread::scope(|scope| {
-        let handles: Vec<_> = ranges
-            .into_iter()
-            .map(|range| {
-                let part = &chunks[range];
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|chunk| parse_chunk(file, *chunk, options))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|handle| match handle.join() {
-                Ok(outputs) => outputs,
+        let handles: Vec<_> = rest.iter().map(|part| scope.spawn(|| work(part))).collect();
+        let mut results = Vec::with_capacity(parts.len());
+        results.push(work(first));
+        for handle in handles {
+            match handle.join() {
+                Ok(result) => results.push(result),
                 // A panic in a worker is a bug; re-raise it on the caller's thread.
                 Err(payload) => std::panic::resume_unwind(payload),
-            })
-            .collect()
+            }
+        }
+        results
     })
 }
 
