@@ -404,7 +404,15 @@ fn prepare_slices(
         let mut devices = Vec::with_capacity(room);
         let slices = run
             .iter()
-            .map(|slice| prepare_slice(slice, taint_rules, &mut strings, &mut devices))
+            .map(|slice| {
+                let before = devices.len();
+                let prepared = prepare_slice(slice, taint_rules, &mut strings, &mut devices);
+                if prepared.is_err() {
+                    // A failed slice leaves no devices behind for the next one's place.
+                    devices.truncate(before);
+                }
+                prepared
+            })
             .collect();
         PreparedRun { slices, devices }
     };
@@ -442,22 +450,8 @@ fn prepare_slices(
 
 /// Converts one slice's devices (attributes, capacities, counters, taints from the slice and
 /// the matching DeviceTaintRules), appending them to `devices`, and its node selection; fails
-/// on a quantity that does not parse, leaving `devices` as it was.
+/// on a quantity that does not parse (with some of its devices appended).
 fn prepare_slice(
-    slice: &ResourceSlice,
-    taint_rules: &[&DeviceTaintRule],
-    strings: &mut Interner,
-    devices: &mut Vec<DeviceEntry>,
-) -> Result<PreparedSlice, IndexError> {
-    let before = devices.len();
-    let prepared = prepare_slice_into(slice, taint_rules, strings, devices);
-    if prepared.is_err() {
-        devices.truncate(before);
-    }
-    prepared
-}
-
-fn prepare_slice_into(
     slice: &ResourceSlice,
     taint_rules: &[&DeviceTaintRule],
     strings: &mut Interner,
