@@ -4,7 +4,8 @@
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use dra_alloc::{
-    AllocatedState, Index, IndexInput, IndexOptions, NodeId, Outcome, PreparedClaim, allocate,
+    AllocatedState, Index, IndexInput, IndexOptions, NodeId, Outcome, PreparedClaim, SliceInput,
+    allocate,
 };
 use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -18,7 +19,11 @@ fn index_of(cluster: &dra_gen::Cluster) -> Index {
     Index::build(
         &IndexInput {
             nodes: cluster.nodes.iter().collect(),
-            slices: cluster.resource_slices.iter().collect(),
+            slices: cluster
+                .resource_slices
+                .iter()
+                .map(SliceInput::from)
+                .collect(),
             classes: cluster.device_classes.iter().collect(),
             taint_rules: Vec::new(),
         },

@@ -160,6 +160,8 @@ pub struct DeviceEntry {
     pub consumes_counters: Vec<CounterConsumption>,
     /// Taints of the slice followed by taints from matching DeviceTaintRules.
     pub taints: Vec<DeviceTaint>,
+    /// How many of `taints` the slice gave ([`DeviceEntry::slice_taints`]).
+    slice_taint_count: u32,
     /// `None` and `Some(empty)` differ upstream: a pool "has binding conditions" when any
     /// node-targeting device has a non-nil list.
     pub binding_conditions: Option<Vec<String>>,
@@ -220,6 +222,11 @@ impl DeviceEntry {
                 _ => true,
             })
         })
+    }
+
+    /// The taints the slice gives the device (without those of DeviceTaintRules).
+    pub fn slice_taints(&self) -> &[DeviceTaint] {
+        &self.taints[..self.slice_taint_count as usize]
     }
 
     /// The attribute with exactly this name.
@@ -295,13 +302,43 @@ pub struct IndexError {
     pub slice: String,
     pub field: String,
     pub message: String,
+    pub kind: IndexErrorKind,
+}
+
+/// What kind of value an [`IndexError`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IndexErrorKind {
+    /// A quantity that does not parse.
+    Quantity,
+    /// A slice given as JSON text ([`SliceInput::Json`]) that does not decode as a
+    /// ResourceSlice. The loader's own decoding explains such input with file and line, so a
+    /// caller that passed the text takes the object route to report it.
+    Decode,
+}
+
+/// One ResourceSlice of the input: a decoded object, or the JSON text of one (a document
+/// that decodes as a k8s-openapi `ResourceSlice`). Text is decoded by the index itself, one
+/// slice at a time on the threads that convert the devices, and dropped once converted: a
+/// snapshot then never holds the wire objects, which take about ten times the memory of the
+/// index's form of a device (every page of it touched, and zeroed, once).
+#[derive(Debug, Clone, Copy)]
+pub enum SliceInput<'a> {
+    Object(&'a ResourceSlice),
+    Json(&'a str),
+}
+
+impl<'a> From<&'a ResourceSlice> for SliceInput<'a> {
+    fn from(slice: &'a ResourceSlice) -> SliceInput<'a> {
+        SliceInput::Object(slice)
+    }
 }
 
 /// Borrowed inputs for [`Index::build`].
 #[derive(Debug, Default, Clone)]
 pub struct IndexInput<'a> {
     pub nodes: Vec<&'a Node>,
-    pub slices: Vec<&'a ResourceSlice>,
+    /// The slices in input order.
+    pub slices: Vec<SliceInput<'a>>,
     pub classes: Vec<&'a DeviceClass>,
     pub taint_rules: Vec<&'a DeviceTaintRule>,
 }
@@ -351,6 +388,7 @@ fn parse_quantity(
         slice: slice.to_string(),
         field: field(),
         message: e.to_string(),
+        kind: IndexErrorKind::Quantity,
     })
 }
 
@@ -359,9 +397,8 @@ fn parse_quantity(
 /// prepared independently of each other, so on several threads ([`prepare_slices`]).
 #[derive(Debug)]
 struct PreparedSlice {
-    name: String,
-    selection: SliceNodeSelection,
-    shared_counters: Vec<CounterSetEntry>,
+    /// The slice's entry; its `devices` range is given by [`Index::add_slice`].
+    entry: SliceEntry,
     /// How many devices the slice appended to its run's devices.
     devices: usize,
 }
@@ -377,6 +414,19 @@ struct PreparedRun {
 /// Below this many devices, converting them costs less than starting a thread.
 const PARALLEL_PREPARE_MIN_DEVICES: usize = 512;
 
+/// Roughly how many bytes of JSON text describe one device (generated and real slices take
+/// 500 to 1,500): what a slice given as text weighs before it is decoded.
+const JSON_BYTES_PER_DEVICE: usize = 512;
+
+/// About how many devices a slice holds: exact for an object, estimated from the length of
+/// a text. Used only to share the work among threads and to size lists.
+fn device_weight(slice: &SliceInput<'_>) -> usize {
+    match slice {
+        SliceInput::Object(slice) => slice.spec.devices.as_ref().map_or(0, Vec::len),
+        SliceInput::Json(text) => text.len() / JSON_BYTES_PER_DEVICE,
+    }
+}
+
 /// [`prepare_slice`] for every slice, in input order: on `threads` threads, by default one
 /// per core for large snapshots, each thread taking a contiguous run of slices of about equal
 /// device count (with its own string interner: equal strings are then shared per thread, which
@@ -385,12 +435,11 @@ const PARALLEL_PREPARE_MIN_DEVICES: usize = 512;
 /// them over and append the other runs' without moving them: while the runs are joined, the
 /// devices are held at most one and a half times over (two threads).
 fn prepare_slices(
-    slices: &[&ResourceSlice],
+    slices: &[SliceInput<'_>],
     taint_rules: &[&DeviceTaintRule],
     threads: Option<usize>,
 ) -> Vec<PreparedRun> {
-    let device_count = |slice: &&ResourceSlice| slice.spec.devices.as_ref().map_or(0, Vec::len);
-    let total: usize = slices.iter().map(device_count).sum();
+    let total: usize = slices.iter().map(device_weight).sum();
     let threads = threads
         .unwrap_or_else(|| {
             std::thread::available_parallelism()
@@ -399,14 +448,14 @@ fn prepare_slices(
                 .min(total / PARALLEL_PREPARE_MIN_DEVICES)
         })
         .max(1);
-    let prepare_run = |run: &[&ResourceSlice], room: usize| {
+    let prepare_run = |run: &[SliceInput<'_>], room: usize| {
         let mut strings = Interner::default();
         let mut devices = Vec::with_capacity(room);
         let slices = run
             .iter()
             .map(|slice| {
                 let before = devices.len();
-                let prepared = prepare_slice(slice, taint_rules, &mut strings, &mut devices);
+                let prepared = prepare_input(slice, taint_rules, &mut strings, &mut devices);
                 if prepared.is_err() {
                     // A failed slice leaves no devices behind for the next one's place.
                     devices.truncate(before);
@@ -423,7 +472,7 @@ fn prepare_slices(
     let mut runs = Vec::with_capacity(threads);
     let (mut start, mut acc) = (0, 0);
     for (i, slice) in slices.iter().enumerate() {
-        acc += device_count(slice);
+        acc += device_weight(slice);
         if acc >= per_thread && runs.len() + 1 < threads {
             runs.push(&slices[start..=i]);
             (start, acc) = (i + 1, 0);
@@ -434,7 +483,7 @@ fn prepare_slices(
         let (first, rest) = runs.split_first().expect("at least one run");
         let handles: Vec<_> = rest
             .iter()
-            .map(|run| scope.spawn(|| prepare_run(run, run.iter().map(device_count).sum())))
+            .map(|run| scope.spawn(|| prepare_run(run, run.iter().map(device_weight).sum())))
             .collect();
         let mut prepared = vec![prepare_run(first, total)];
         for handle in handles {
@@ -446,6 +495,28 @@ fn prepare_slices(
         }
         prepared
     })
+}
+
+/// [`prepare_slice`] of an object, or of the object a JSON text decodes to, which is dropped
+/// right after: the next slice decoded on this thread reuses its memory.
+fn prepare_input(
+    slice: &SliceInput<'_>,
+    taint_rules: &[&DeviceTaintRule],
+    strings: &mut Interner,
+    devices: &mut Vec<DeviceEntry>,
+) -> Result<PreparedSlice, IndexError> {
+    match slice {
+        SliceInput::Object(slice) => prepare_slice(slice, taint_rules, strings, devices),
+        SliceInput::Json(text) => {
+            let slice: ResourceSlice = serde_json::from_str(text).map_err(|e| IndexError {
+                slice: String::new(),
+                field: String::new(),
+                message: format!("does not decode: {e}"),
+                kind: IndexErrorKind::Decode,
+            })?;
+            prepare_slice(&slice, taint_rules, strings, devices)
+        }
+    }
 }
 
 /// Converts one slice's devices (attributes, capacities, counters, taints from the slice and
@@ -571,6 +642,7 @@ fn prepare_slice(
             });
         }
         let mut taints = device.taints.clone().unwrap_or_default();
+        let slice_taint_count = u32::try_from(taints.len()).unwrap_or(u32::MAX);
         for rule in taint_rules {
             if taint_rule_selects(rule, &spec.driver, &spec.pool.name, &device.name) {
                 taints.push(rule.spec.taint.clone());
@@ -593,6 +665,7 @@ fn prepare_slice(
             capacity,
             consumes_counters,
             taints,
+            slice_taint_count,
             binding_conditions: device.binding_conditions.clone(),
             binding_failure_conditions: device.binding_failure_conditions.clone(),
             binds_to_node: device.binds_to_node == Some(true),
@@ -606,9 +679,19 @@ fn prepare_slice(
         });
     }
     Ok(PreparedSlice {
-        name: slice_name,
-        selection,
-        shared_counters,
+        entry: SliceEntry {
+            name: slice_name,
+            driver: spec.driver.clone(),
+            pool: spec.pool.name.clone(),
+            generation: spec.pool.generation,
+            resource_slice_count: spec.pool.resource_slice_count,
+            node_name_field: spec.node_name.clone(),
+            node_selector_field: spec.node_selector.clone(),
+            selection,
+            per_device_node_selection_field: spec.per_device_node_selection == Some(true),
+            shared_counters,
+            devices: 0..0,
+        },
         devices: devices.len() - before,
     })
 }
@@ -671,16 +754,14 @@ impl Index {
         // Entries are large: room for all at once instead of growth slack (the devices come
         // with room for all in the first run).
         index.slices.reserve(input.slices.len());
-        let mut slices = input.slices.iter();
         for mut run in prepare_slices(&input.slices, &input.taint_rules, options.threads) {
             if index.devices.is_empty() {
                 index.devices = run.devices;
             } else {
                 index.devices.append(&mut run.devices);
             }
-            // The run's slices first: `zip` must not take an input slice past the run's end.
-            for (prepared, slice) in run.slices.into_iter().zip(slices.by_ref()) {
-                index.add_slice(slice, prepared?);
+            for prepared in run.slices {
+                index.add_slice(prepared?);
             }
         }
         Ok(index)
@@ -733,22 +814,16 @@ impl Index {
 
     /// Adds a slice whose devices [`prepare_slice`] converted: gives the slice and its
     /// devices their place and keys, in input order.
-    fn add_slice(&mut self, slice: &ResourceSlice, prepared: PreparedSlice) {
-        let spec = &slice.spec;
-        let PreparedSlice {
-            name: slice_name,
-            selection,
-            shared_counters,
-            devices,
-        } = prepared;
+    fn add_slice(&mut self, prepared: PreparedSlice) {
+        let PreparedSlice { mut entry, devices } = prepared;
         let idx = SliceIdx(self.slices.len() as u32);
         // The slice's devices are in place already, right after the previous slice's.
         let start = self.slices.last().map_or(0, |s| s.devices.end);
-        let end = start + devices as u32;
-        let driver: Arc<str> = spec.driver.as_str().into();
-        let pool: Arc<str> = spec.pool.name.as_str().into();
-        let pool_key = self.intern_pool(&spec.driver, &spec.pool.name);
-        for at in start as usize..end as usize {
+        entry.devices = start..start + devices as u32;
+        let driver: Arc<str> = entry.driver.as_str().into();
+        let pool: Arc<str> = entry.pool.as_str().into();
+        let pool_key = self.intern_pool(&entry.driver, &entry.pool);
+        for at in entry.devices.start as usize..entry.devices.end as usize {
             let name = self.devices[at].name.clone();
             let key = self.intern_key(&driver, &pool, pool_key, &name);
             let device = &mut self.devices[at];
@@ -756,7 +831,7 @@ impl Index {
             device.pool_key = pool_key;
             device.slice = idx;
         }
-        match spec.node_name.as_deref().filter(|n| !n.is_empty()) {
+        match entry.node_name_field.as_deref().filter(|n| !n.is_empty()) {
             None => self.slices_shared.push(idx),
             Some(node_name) => self
                 .slices_on_node
@@ -765,22 +840,10 @@ impl Index {
                 .push(idx),
         }
         self.slices_by_pool
-            .entry((spec.driver.clone(), spec.pool.name.clone()))
+            .entry((entry.driver.clone(), entry.pool.clone()))
             .or_default()
             .push(idx);
-        self.slices.push(SliceEntry {
-            name: slice_name,
-            driver: spec.driver.clone(),
-            pool: spec.pool.name.clone(),
-            generation: spec.pool.generation,
-            resource_slice_count: spec.pool.resource_slice_count,
-            node_name_field: spec.node_name.clone(),
-            node_selector_field: spec.node_selector.clone(),
-            selection,
-            per_device_node_selection_field: spec.per_device_node_selection == Some(true),
-            shared_counters,
-            devices: start..end,
-        });
+        self.slices.push(entry);
     }
 
     /// The node with this name.
@@ -939,7 +1002,7 @@ mod tests {
     #[test]
     fn slices_prepare_alike_on_any_number_of_threads() {
         let (slices, rules) = slices_and_rules();
-        let slices: Vec<&ResourceSlice> = slices.iter().collect();
+        let slices: Vec<SliceInput<'_>> = slices.iter().map(SliceInput::from).collect();
         let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
         // The same slices and devices, whichever run they were prepared in.
         let flat = |runs: Vec<PreparedRun>| {
@@ -967,7 +1030,7 @@ mod tests {
     }
 
     /// Everything a built index holds about slices and devices, as comparable text.
-    fn index_text(slices: &[&ResourceSlice], rules: &[&DeviceTaintRule], threads: usize) -> String {
+    fn index_text(slices: &[SliceInput<'_>], rules: &[&DeviceTaintRule], threads: usize) -> String {
         let input = IndexInput {
             nodes: Vec::new(),
             slices: slices.to_vec(),
@@ -996,7 +1059,7 @@ mod tests {
         let (mut slices, rules) = slices_and_rules();
         let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
         // With the bad quantities: the first one in input order fails the build.
-        let refs: Vec<&ResourceSlice> = slices.iter().collect();
+        let refs: Vec<SliceInput<'_>> = slices.iter().map(SliceInput::from).collect();
         let failed = index_text(&refs, &rules, 1);
         assert!(failed.contains("IndexError"), "{failed:.300}");
         for threads in [2, 3, 7] {
@@ -1012,7 +1075,7 @@ mod tests {
                 }
             }
         }
-        let refs: Vec<&ResourceSlice> = slices.iter().collect();
+        let refs: Vec<SliceInput<'_>> = slices.iter().map(SliceInput::from).collect();
         let one = index_text(&refs, &rules, 1);
         assert!(!one.contains("IndexError") && one.contains("example.com/unhealthy"));
         for threads in [2, 3, 7, refs.len() + 3] {
@@ -1021,5 +1084,66 @@ mod tests {
                 "{threads} threads differ"
             );
         }
+    }
+
+    /// Slices given as JSON text build the index their objects build, on any number of
+    /// threads and mixed with objects; the first bad quantity fails it alike.
+    #[test]
+    fn json_slices_index_like_their_objects() {
+        let (slices, rules) = slices_and_rules();
+        let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
+        let texts: Vec<String> = slices
+            .iter()
+            .map(|slice| serde_json::to_string(slice).expect("encode"))
+            .collect();
+        let objects: Vec<SliceInput<'_>> = slices.iter().map(SliceInput::from).collect();
+        let json: Vec<SliceInput<'_>> = texts.iter().map(|t| SliceInput::Json(t)).collect();
+        let mixed: Vec<SliceInput<'_>> = objects
+            .iter()
+            .zip(&json)
+            .enumerate()
+            .map(|(i, (object, text))| if i % 3 == 0 { *object } else { *text })
+            .collect();
+        let failed = index_text(&objects, &rules, 1);
+        assert!(failed.contains("kind: Quantity"), "{failed:.300}");
+        for threads in [1, 2, 3] {
+            assert_eq!(index_text(&json, &rules, threads), failed);
+            assert_eq!(index_text(&mixed, &rules, threads), failed);
+        }
+        // Without the slices holding bad quantities, whole indexes.
+        let bad_at = [7, slices.len() - 5];
+        fn without<'s>(inputs: &[SliceInput<'s>], bad_at: [usize; 2]) -> Vec<SliceInput<'s>> {
+            let good = inputs
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !bad_at.contains(i));
+            good.map(|(_, input)| *input).collect()
+        }
+        let one = index_text(&without(&objects, bad_at), &rules, 1);
+        assert!(!one.contains("IndexError") && one.contains("example.com/unhealthy"));
+        for threads in [1, 2, 3] {
+            assert!(index_text(&without(&json, bad_at), &rules, threads) == one);
+            assert!(index_text(&without(&mixed, bad_at), &rules, threads) == one);
+        }
+    }
+
+    /// A text that is no ResourceSlice fails the build as undecodable, so that the caller can
+    /// have its loader explain it.
+    #[test]
+    fn undecodable_json_slice_is_a_decode_error() {
+        let (slices, rules) = slices_and_rules();
+        let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
+        let mut inputs: Vec<SliceInput<'_>> = slices.iter().take(3).map(SliceInput::from).collect();
+        let bad =
+            r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","spec":{"devices":5}}"#;
+        inputs.insert(1, SliceInput::Json(bad));
+        let input = IndexInput {
+            slices: inputs,
+            taint_rules: rules,
+            ..IndexInput::default()
+        };
+        let error = Index::build(&input, &IndexOptions::default()).expect_err("bad text");
+        assert_eq!(error.kind, IndexErrorKind::Decode);
+        assert!(error.message.contains("invalid type"), "{error}");
     }
 }

@@ -54,7 +54,8 @@ pub use claims::{
 };
 pub use index::{
     AttrValue, Capacity, ClassEntry, ClassId, DeviceEntry, DeviceIdx, DeviceKey, Index, IndexError,
-    IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, taint_rule_selects,
+    IndexErrorKind, IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, SliceInput,
+    taint_rule_selects,
 };
 pub use pools::{NodePools, PoolView};
 pub use result::stable_uuid;

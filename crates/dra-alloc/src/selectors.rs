@@ -413,7 +413,7 @@ mod tests {
         Index::build(
             &IndexInput {
                 nodes: Vec::new(),
-                slices: vec![slice],
+                slices: vec![slice.into()],
                 classes: classes.iter().collect(),
                 taint_rules: Vec::new(),
             },

@@ -22,7 +22,7 @@ mod props;
 use std::collections::BTreeMap;
 
 use dra_alloc::{
-    AllocatedState, Index, IndexInput, IndexOptions, Outcome, PreparedClaim, allocate,
+    AllocatedState, Index, IndexInput, IndexOptions, Outcome, PreparedClaim, SliceInput, allocate,
 };
 use k8s_openapi::api::resource::v1::AllocationResult;
 use proptest::prelude::*;
@@ -46,7 +46,7 @@ fn config(default_cases: u32) -> Config {
 fn build_index(scenario: &Scenario) -> Index {
     let input = IndexInput {
         nodes: scenario.nodes.iter().collect(),
-        slices: scenario.slices.iter().collect(),
+        slices: scenario.slices.iter().map(SliceInput::from).collect(),
         classes: scenario.classes.iter().collect(),
         taint_rules: Vec::new(),
     };

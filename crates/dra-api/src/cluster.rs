@@ -49,12 +49,15 @@ macro_rules! kinds {
         #[derive(Clone, Debug, Default)]
         pub struct Cluster {
             $( pub $field: Vec<Located<$ty>>, )*
+            /// ResourceSlices loaded with [`crate::LoadOptions::defer_slices`], all of them,
+            /// in input order (`resource_slices` is then empty); otherwise empty.
+            pub slice_docs: Vec<Located<SliceDoc>>,
         }
 
         impl Cluster {
             /// The total number of objects.
             pub fn object_count(&self) -> usize {
-                0 $( + self.$field.len() )*
+                self.slice_docs.len() $( + self.$field.len() )*
             }
 
             pub fn is_empty(&self) -> bool {
@@ -64,6 +67,7 @@ macro_rules! kinds {
             /// Appends every object of `other`, keeping order.
             pub fn extend(&mut self, other: Cluster) {
                 $( self.$field.extend(other.$field); )*
+                self.slice_docs.extend(other.slice_docs);
             }
 
             /// A reference to every object, in kind order then input order.
@@ -74,6 +78,12 @@ macro_rules! kinds {
                         refs.push((ObjectRef::of::<$ty>(&located.object.metadata), &located.source));
                     }
                 )*
+                for located in &self.slice_docs {
+                    refs.push((
+                        ObjectRef::of::<ResourceSlice>(located.object.metadata()),
+                        &located.source,
+                    ));
+                }
                 refs
             }
         }
@@ -208,6 +218,44 @@ kinds! {
     ClusterRole => cluster_roles: ClusterRole,
     RoleBinding => role_bindings: RoleBinding,
     ClusterRoleBinding => cluster_role_bindings: ClusterRoleBinding,
+}
+
+/// A ResourceSlice loaded with [`crate::LoadOptions::defer_slices`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum SliceDoc {
+    /// Decoded like every other object (it was not in a JSON stream).
+    Object(ResourceSlice),
+    /// Not decoded: the document's text, for a caller that decodes it itself.
+    Json(SliceJson),
+}
+
+/// The JSON text of a ResourceSlice document and its metadata (decoded, for duplicate
+/// checks and messages). The loader has not decoded the rest: text that does not decode as a
+/// ResourceSlice is reported only by a load without [`crate::LoadOptions::defer_slices`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct SliceJson {
+    pub metadata: ObjectMeta,
+    pub text: Box<str>,
+}
+
+impl AnyObject {
+    /// The kind of a ResourceSlice, also when it is kept as text.
+    pub(crate) fn slice_info() -> KindInfo {
+        KindInfo {
+            api_version: <ResourceSlice as Resource>::API_VERSION,
+            kind: <ResourceSlice as Resource>::KIND,
+            namespaced: false,
+        }
+    }
+}
+
+impl SliceDoc {
+    pub fn metadata(&self) -> &ObjectMeta {
+        match self {
+            SliceDoc::Object(slice) => &slice.metadata,
+            SliceDoc::Json(json) => &json.metadata,
+        }
+    }
 }
 
 fn name_of(meta: &ObjectMeta) -> &str {

@@ -48,7 +48,9 @@ mod load;
 mod source;
 mod validate;
 
-pub use cluster::{Cluster, ClusterIndex, KindInfo, ScopeFlag, supported_kinds};
+pub use cluster::{
+    Cluster, ClusterIndex, KindInfo, ScopeFlag, SliceDoc, SliceJson, supported_kinds,
+};
 pub use defaults::apply_defaults;
 pub use diagnostic::{Diagnostic, Severity};
 pub use load::{LoadError, LoadOptions, Loaded, load_paths, load_str, load_str_with};

@@ -1,5 +1,7 @@
 //! The direct JSON decoding path against the YAML path.
 
+use k8s_openapi::api::resource::v1::ResourceSlice;
+
 /// JSON streams take a direct decoding path; it must give exactly the objects (defaults
 /// included) that the YAML path gives for the same documents.
 #[test]
@@ -129,4 +131,120 @@ fn json_streams_cut_inside_a_value_decode_as_a_whole() {
         }
     }
     outcome_alike_on_threads(&text, &[2, 5]);
+}
+
+fn load_with(name: &str, text: &str, threads: usize, defer_slices: bool) -> dra_api::Loaded {
+    let options = dra_api::LoadOptions {
+        threads,
+        defer_slices,
+        ..dra_api::LoadOptions::default()
+    };
+    dra_api::load_str_with(name, text, &options)
+}
+
+/// The slices of a load with `defer_slices`, decoded, with their sources; the JSON ones are
+/// checked to be text.
+fn decoded_slice_docs(
+    loaded: &dra_api::Loaded,
+    expect_json: bool,
+) -> Vec<(dra_api::Source, ResourceSlice)> {
+    assert!(
+        loaded.cluster.resource_slices.is_empty(),
+        "all in slice_docs"
+    );
+    loaded
+        .cluster
+        .slice_docs
+        .iter()
+        .map(|doc| {
+            let slice = match &*doc.object {
+                dra_api::SliceDoc::Json(json) => {
+                    assert!(expect_json, "a YAML slice kept as text");
+                    let slice: ResourceSlice = serde_json::from_str(&json.text).expect("decodes");
+                    assert_eq!(slice.metadata, json.metadata, "metadata kept as decoded");
+                    slice
+                }
+                dra_api::SliceDoc::Object(slice) => {
+                    assert!(!expect_json, "a JSON slice decoded");
+                    slice.clone()
+                }
+            };
+            (doc.source.clone(), slice)
+        })
+        .collect()
+}
+
+/// With `defer_slices`, every slice lands in `slice_docs` in input order, those of JSON
+/// streams as the text of exactly the object the usual load decodes; everything else
+/// (objects, positions, duplicates, diagnostics) is what the usual load gives.
+#[test]
+fn deferred_slices_keep_what_the_usual_load_gives() {
+    let stream = example_json_lines().join("\n") + "\n";
+    let mut text = String::new();
+    // Repeats make duplicate slices, reported alike; enough to be cut in pieces.
+    for _ in 0..40 {
+        text.push_str(&stream);
+        // A slice whose metadata does not decode takes the usual route and its diagnostic.
+        text.push_str(r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":7},"spec":{}}"#);
+        text.push('\n');
+    }
+    for threads in [1, 2, 3] {
+        let usual = load_with("stream.json", &text, threads, false);
+        let deferred = load_with("stream.json", &text, threads, true);
+        assert_eq!(
+            format!("{:?}", usual.diagnostics),
+            format!("{:?}", deferred.diagnostics)
+        );
+        assert!(format!("{:?}", usual.diagnostics).contains("duplicate object"));
+        let slices: Vec<_> = usual
+            .cluster
+            .resource_slices
+            .iter()
+            .map(|o| (o.source.clone(), (*o.object).clone()))
+            .collect();
+        assert!(slices.len() > 100);
+        assert_eq!(slices, decoded_slice_docs(&deferred, true));
+        // Without the slices, the clusters are the same.
+        let (mut usual, mut deferred) = (usual.cluster, deferred.cluster);
+        usual.resource_slices.clear();
+        deferred.slice_docs.clear();
+        assert_eq!(format!("{usual:?}"), format!("{deferred:?}"));
+    }
+    // YAML documents are decoded as usual, and kept in the same list, in order.
+    let yaml = example_yaml();
+    let usual = dra_api::load_str("example.yaml", &yaml);
+    let deferred = load_with("example.yaml", &yaml, 0, true);
+    let slices: Vec<_> = usual
+        .cluster
+        .resource_slices
+        .iter()
+        .map(|o| (o.source.clone(), (*o.object).clone()))
+        .collect();
+    assert_eq!(slices, decoded_slice_docs(&deferred, false));
+    assert_eq!(
+        usual.cluster.object_count(),
+        deferred.cluster.object_count()
+    );
+}
+
+/// A deferred slice is not checked beyond its metadata: text that does not decode is kept
+/// without a diagnostic, for the caller (which then loads again without deferring).
+#[test]
+fn deferred_slice_text_is_not_checked() {
+    let bad = r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"s"},"spec":{"devices":5}}"#;
+    let usual = load_with("bad.json", bad, 1, false);
+    assert!(usual.has_errors(), "the usual load reports the type error");
+    let deferred = load_with("bad.json", bad, 1, true);
+    assert!(
+        deferred.diagnostics.is_empty(),
+        "{:?}",
+        deferred.diagnostics
+    );
+    match &*deferred.cluster.slice_docs[0].object {
+        dra_api::SliceDoc::Json(json) => {
+            assert_eq!(&*json.text, bad);
+            assert_eq!(json.metadata.name.as_deref(), Some("s"));
+        }
+        other => panic!("not kept as text: {other:?}"),
+    }
 }

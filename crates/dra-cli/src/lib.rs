@@ -64,23 +64,46 @@ pub(crate) fn leave_to_exit<T>(value: T) {
 /// Below it, freeing them object by object costs more (a few percent of a run) than it saves.
 const SLICE_DEVICES_FREED_EARLY: usize = 20_000;
 
+/// A cluster's ResourceSlices, as objects or (loaded with `defer_slices`) as documents.
+pub(crate) type Slices = (
+    Vec<dra_api::Located<k8s_openapi::api::resource::v1::ResourceSlice>>,
+    Vec<dra_api::Located<dra_api::SliceDoc>>,
+);
+
 /// Takes the cluster's ResourceSlices out for a simulation that no longer needs them (its
 /// snapshot is built). Large sets are freed here; small ones are returned, for the caller to
 /// leave to the process exit or to free when nothing is being timed.
-pub(crate) fn take_slices(
-    cluster: &mut dra_api::Cluster,
-) -> Vec<dra_api::Located<k8s_openapi::api::resource::v1::ResourceSlice>> {
-    let slices = std::mem::take(&mut cluster.resource_slices);
-    let devices: usize = slices
+pub(crate) fn take_slices(cluster: &mut dra_api::Cluster) -> Slices {
+    use dra_api::SliceDoc;
+    let slices = (
+        std::mem::take(&mut cluster.resource_slices),
+        std::mem::take(&mut cluster.slice_docs),
+    );
+    let devices_of = |slice: &k8s_openapi::api::resource::v1::ResourceSlice| {
+        slice.spec.devices.as_ref().map_or(0, Vec::len)
+    };
+    let devices = slices
+        .0
         .iter()
-        .map(|s| s.object.spec.devices.as_ref().map_or(0, Vec::len))
-        .sum();
+        .map(|s| devices_of(&s.object))
+        .sum::<usize>()
+        + slices
+            .1
+            .iter()
+            .map(|doc| match &*doc.object {
+                SliceDoc::Object(slice) => devices_of(slice),
+                SliceDoc::Json(json) => json.text.len() / SLICE_TEXT_BYTES_PER_DEVICE,
+            })
+            .sum::<usize>();
     if devices > SLICE_DEVICES_FREED_EARLY {
         drop(slices);
-        return Vec::new();
+        return Slices::default();
     }
     slices
 }
+
+/// About how many bytes of JSON text describe one device (the index estimates alike).
+const SLICE_TEXT_BYTES_PER_DEVICE: usize = 512;
 
 /// Exit code for findings.
 pub const EXIT_FINDINGS: u8 = 1;

@@ -240,3 +240,71 @@ fn simulate_answers_the_same_on_any_number_of_threads() {
         "output differs between 1 and 3 threads"
     );
 }
+
+/// `dra simulate` hands the slices of a large JSON stream to the index as text; the answer is
+/// the one the usual route gives (YAML input, standard input), and a slice that does not
+/// decode is reported by the loader with file and line, as without the short route.
+#[test]
+fn simulate_answers_json_slices_as_the_usual_route() {
+    let generate = |format: &str| {
+        let out = dra(&[
+            "gen",
+            "hgx-mixed",
+            "--size",
+            "24",
+            "--seed",
+            "5",
+            "-o",
+            format,
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        out.stdout
+    };
+    let dir = std::env::temp_dir().join(format!("dra-json-slices-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let json = dir.join("cluster.json");
+    let yaml = dir.join("cluster.yaml");
+    let bad = dir.join("bad.json");
+    let json_text = generate("json");
+    // Blank space after the objects makes the files as large as those whose slices are kept
+    // as text (8 MiB).
+    let padding = vec![b' '; 8 << 20];
+    std::fs::write(&json, [json_text.as_slice(), &padding].concat()).expect("write");
+    std::fs::write(&yaml, generate("yaml")).expect("write");
+    let mut bad_text = json_text.clone();
+    bad_text.extend_from_slice(
+        br#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"broken"},"spec":{"driver":"gpu.example.com","devices":5}}"#,
+    );
+    bad_text.push(b'\n');
+    let bad_line = bad_text.iter().filter(|&&b| b == b'\n').count();
+    std::fs::write(&bad, [bad_text.as_slice(), &padding].concat()).expect("write");
+    let simulate = |path: &std::path::Path| {
+        dra(&["simulate", "-o", "json", path.to_str().expect("utf-8 path")])
+    };
+    let from_json = simulate(&json);
+    let from_yaml = simulate(&yaml);
+    let from_stdin = Command::new(env!("CARGO_BIN_EXE_dra"))
+        .args(["simulate", "-o", "json", "-"])
+        .stdin(std::fs::File::open(&json).expect("open"))
+        .output()
+        .expect("run dra");
+    let broken = simulate(&bad);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(from_json.stdout.len() > 1000, "{}", text(&from_json.stderr));
+    assert_eq!(from_json.status.code(), from_yaml.status.code());
+    assert!(
+        from_json.stdout == from_yaml.stdout,
+        "JSON and YAML answers differ"
+    );
+    assert!(
+        from_json.stdout == from_stdin.stdout,
+        "file and stdin answers differ"
+    );
+    assert_eq!(broken.status.code(), Some(2));
+    assert!(broken.stdout.is_empty());
+    let stderr = text(&broken.stderr);
+    assert!(
+        stderr.contains(&format!("bad.json:{bad_line}")) && stderr.contains("spec.devices"),
+        "{stderr}"
+    );
+}

@@ -74,10 +74,11 @@ pub mod scheduler;
 pub mod score;
 pub mod taints;
 
-use dra_alloc::{Index, IndexError, IndexInput, IndexOptions};
+use dra_alloc::{Index, IndexError, IndexInput, IndexOptions, SliceInput};
+use dra_api::SliceDoc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{
-    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
@@ -108,7 +109,8 @@ pub struct SimInput<'a> {
     pub pods: Vec<&'a Pod>,
     pub claims: Vec<&'a ResourceClaim>,
     pub templates: Vec<&'a ResourceClaimTemplate>,
-    pub slices: Vec<&'a ResourceSlice>,
+    /// In input order; with [`dra_api::LoadOptions::defer_slices`], many as JSON text.
+    pub slices: Vec<SliceInput<'a>>,
     pub classes: Vec<&'a DeviceClass>,
     pub taint_rules: Vec<&'a DeviceTaintRule>,
     pub priority_classes: Vec<&'a PriorityClass>,
@@ -126,7 +128,15 @@ impl<'a> SimInput<'a> {
                 .iter()
                 .map(|o| &*o.object)
                 .collect(),
-            slices: cluster.resource_slices.iter().map(|o| &*o.object).collect(),
+            slices: cluster
+                .resource_slices
+                .iter()
+                .map(|o| SliceInput::Object(&o.object))
+                .chain(cluster.slice_docs.iter().map(|o| match &*o.object {
+                    SliceDoc::Object(slice) => SliceInput::Object(slice),
+                    SliceDoc::Json(json) => SliceInput::Json(&json.text),
+                }))
+                .collect(),
             classes: cluster.device_classes.iter().map(|o| &*o.object).collect(),
             taint_rules: cluster
                 .device_taint_rules
@@ -168,10 +178,9 @@ pub struct Snapshot {
 impl Snapshot {
     /// Indexes the input's nodes, slices, classes and taint rules.
     pub fn new(input: &SimInput<'_>) -> Result<Snapshot, SimError> {
-        Ok(Snapshot {
-            index: input.build_index()?,
-            taints: taints::TaintView::new(&input.slices, &input.taint_rules),
-        })
+        let index = input.build_index()?;
+        let taints = taints::TaintView::new(&index, &input.taint_rules);
+        Ok(Snapshot { index, taints })
     }
 }
 

@@ -13,9 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use dra_alloc::{taint_rule_selects, tolerates_taint};
+use dra_alloc::{DeviceIdx, Index, taint_rule_selects, tolerates_taint};
 use k8s_openapi::api::resource::v1::{
-    AllocationResult, DeviceTaint, DeviceTaintRule, DeviceToleration, ResourceSlice,
+    AllocationResult, DeviceTaint, DeviceTaintRule, DeviceToleration,
 };
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde::Serialize;
@@ -71,36 +71,35 @@ pub struct TaintView {
 }
 
 impl TaintView {
-    pub fn new(slices: &[&ResourceSlice], rules: &[&DeviceTaintRule]) -> TaintView {
+    /// The taints of the index's slices (as the slices gave them, without the rules') and the
+    /// rules.
+    pub fn new(index: &Index, rules: &[&DeviceTaintRule]) -> TaintView {
         // The common case, no taints at all, needs no per-device map.
-        let any_device_tainted = slices
-            .iter()
-            .flat_map(|slice| slice.spec.devices.iter().flatten())
-            .any(|device| device.taints.as_ref().is_some_and(|t| !t.is_empty()));
+        let any_device_tainted = index
+            .device_entries()
+            .any(|(_, device)| !device.slice_taints().is_empty());
         if rules.is_empty() && !any_device_tainted {
             return TaintView::default();
         }
         let mut newest: BTreeMap<(&str, &str), i64> = BTreeMap::new();
-        for slice in slices {
+        for (_, slice) in index.slice_entries() {
             let g = newest
-                .entry((slice.spec.driver.as_str(), slice.spec.pool.name.as_str()))
+                .entry((slice.driver.as_str(), slice.pool.as_str()))
                 .or_insert(i64::MIN);
-            *g = (*g).max(slice.spec.pool.generation);
+            *g = (*g).max(slice.generation);
         }
         // The first slice that lists a device wins.
         let mut devices: BTreeMap<(&str, &str, &str), (&str, &[DeviceTaint])> = BTreeMap::new();
-        for slice in slices {
-            let key = (slice.spec.driver.as_str(), slice.spec.pool.name.as_str());
-            if newest.get(&key) != Some(&slice.spec.pool.generation) {
+        for (_, slice) in index.slice_entries() {
+            let key = (slice.driver.as_str(), slice.pool.as_str());
+            if newest.get(&key) != Some(&slice.generation) {
                 continue;
             }
-            for device in slice.spec.devices.iter().flatten() {
+            for at in slice.devices.clone() {
+                let device = index.device(DeviceIdx(at));
                 devices
-                    .entry((key.0, key.1, device.name.as_str()))
-                    .or_insert((
-                        slice.metadata.name.as_deref().unwrap_or_default(),
-                        device.taints.as_deref().unwrap_or_default(),
-                    ));
+                    .entry((key.0, key.1, &device.name))
+                    .or_insert((slice.name.as_str(), device.slice_taints()));
             }
         }
         let owned = |(driver, pool, device): &(&str, &str, &str)| {
@@ -309,6 +308,12 @@ mod tests {
         loaded.cluster
     }
 
+    fn index(cluster: &dra_api::Cluster) -> Index {
+        crate::SimInput::from_cluster(cluster)
+            .build_index()
+            .expect("index")
+    }
+
     const SLICE: &str = "apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata: {name: s}\nspec:\n  driver: d\n  nodeName: node-1\n  pool: {name: p, generation: 1, resourceSliceCount: 1}\n  devices:\n  - name: a\n    taints: [{key: broken, effect: NoExecute, timeAdded: '2026-03-01T10:00:00Z'}]\n  - name: b\n    taints: [{key: soon, effect: None}]\n";
 
     fn allocation(device: &str, tolerations: &str) -> AllocationResult {
@@ -321,8 +326,7 @@ mod tests {
     #[test]
     fn no_execute_tolerations() {
         let c = cluster(SLICE);
-        let slices: Vec<&ResourceSlice> = c.resource_slices.iter().map(|s| &*s.object).collect();
-        let view = TaintView::new(&slices, &[]);
+        let view = TaintView::new(&index(&c), &[]);
         // No toleration: evicted at once.
         let (time, _) = view.claim_eviction("ns/c", &allocation("a", "[]"));
         let time = time.unwrap();
@@ -366,10 +370,9 @@ mod tests {
         let c = cluster(&format!(
             "{SLICE}---\napiVersion: resource.k8s.io/v1\nkind: DeviceTaintRule\nmetadata: {{name: drain}}\nspec:\n  deviceSelector: {{driver: d, pool: p}}\n  taint: {{key: drain, effect: NoExecute}}\n"
         ));
-        let slices: Vec<&ResourceSlice> = c.resource_slices.iter().map(|s| &*s.object).collect();
         let rules: Vec<&DeviceTaintRule> =
             c.device_taint_rules.iter().map(|r| &*r.object).collect();
-        let view = TaintView::new(&slices, &rules);
+        let view = TaintView::new(&index(&c), &rules);
         let (time, _) = view.claim_eviction("ns/c", &allocation("b", "[]"));
         let time = time.unwrap();
         assert_eq!(time.reasons[0].taint.origin, "DeviceTaintRule drain");

@@ -207,6 +207,39 @@ fn first_difference(expected: &Value, actual: &Value, path: &str) -> Option<Stri
     }
 }
 
+/// The objects of a loaded case as a JSON stream, one object per line, kind by kind (each
+/// kind in input order, which is all a simulation reads).
+fn json_stream(cluster: &dra_api::Cluster) -> Result<String, String> {
+    let mut text = String::new();
+    let mut add = |object: Result<String, serde_json::Error>| -> Result<(), String> {
+        text.push_str(&object.map_err(|e| e.to_string())?);
+        text.push('\n');
+        Ok(())
+    };
+    macro_rules! kinds {
+        ($($field:ident),*) => {$(
+            for located in &cluster.$field {
+                add(serde_json::to_string(&*located.object))?;
+            }
+        )*};
+    }
+    kinds!(
+        namespaces,
+        priority_classes,
+        device_classes,
+        nodes,
+        resource_slices,
+        device_taint_rules,
+        resource_claim_templates,
+        resource_claims,
+        pods
+    );
+    Ok(text)
+}
+
+/// Runs a case from its YAML, and again from the same objects as a JSON stream whose slices
+/// the index decodes from their text (`LoadOptions::defer_slices`, what `dra simulate` does
+/// with JSON input).
 fn run_case(dir: &Path) -> Result<(), String> {
     let loaded = dra_api::load_paths(
         &[dir.join("cluster.yaml")],
@@ -216,7 +249,34 @@ fn run_case(dir: &Path) -> Result<(), String> {
     if loaded.has_errors() {
         return Err(format!("load: {:?}", loaded.diagnostics));
     }
-    let input = dra_sim::SimInput::from_cluster(&loaded.cluster);
+    check_report(dir, &loaded.cluster)?;
+    let options = dra_api::LoadOptions {
+        defer_slices: true,
+        ..dra_api::LoadOptions::default()
+    };
+    let stream = json_stream(&loaded.cluster)?;
+    let deferred = dra_api::load_str_with("cluster.json", &stream, &options);
+    if deferred.has_errors() {
+        return Err(format!("load as JSON: {:?}", deferred.diagnostics));
+    }
+    let as_text = deferred
+        .cluster
+        .slice_docs
+        .iter()
+        .filter(|doc| matches!(&*doc.object, dra_api::SliceDoc::Json(_)))
+        .count();
+    if as_text != loaded.cluster.resource_slices.len() {
+        return Err(format!(
+            "{as_text} of {} slices kept as text",
+            loaded.cluster.resource_slices.len()
+        ));
+    }
+    check_report(dir, &deferred.cluster).map_err(|e| format!("as JSON: {e}"))
+}
+
+/// The reference loop's answer for `cluster` against the case's expected results.
+fn check_report(dir: &Path, cluster: &dra_api::Cluster) -> Result<(), String> {
+    let input = dra_sim::SimInput::from_cluster(cluster);
     let report = dra_sim::run_first_fit(&input).map_err(|e| e.to_string())?;
     let actual = normalize(&serde_json::to_value(&report).map_err(|e| e.to_string())?);
     let expected_doc: Value = serde_json::from_str(

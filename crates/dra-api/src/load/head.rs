@@ -10,6 +10,7 @@
 
 use std::fmt;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 /// What dispatch needs from a document, with `Value` semantics: a later duplicate key
@@ -164,6 +165,41 @@ impl<'de, const KEEP_STRING: bool> Visitor<'de> for ShapeVisitor<KEEP_STRING> {
             map.next_value::<Shape>()?;
         }
         Ok(Shape::Other)
+    }
+}
+
+/// The `metadata` of an object document, decoded as k8s-openapi decodes it (a later
+/// `metadata` key replaces an earlier one, `null` is none); everything else is skipped.
+/// The loader keeps deferred ResourceSlices as text with this metadata
+/// ([`crate::LoadOptions::defer_slices`]).
+#[derive(Debug, Default)]
+pub(crate) struct MetadataOnly(pub(crate) Option<ObjectMeta>);
+
+impl<'de> Deserialize<'de> for MetadataOnly {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(MetadataOnlyVisitor)
+    }
+}
+
+struct MetadataOnlyVisitor;
+
+impl<'de> Visitor<'de> for MetadataOnlyVisitor {
+    type Value = MetadataOnly;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<MetadataOnly, A::Error> {
+        let mut metadata = None;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "metadata" {
+                metadata = map.next_value::<Option<ObjectMeta>>()?;
+            } else {
+                map.next_value::<de::IgnoredAny>()?;
+            }
+        }
+        Ok(MetadataOnly(metadata))
     }
 }
 

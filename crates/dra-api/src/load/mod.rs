@@ -22,12 +22,14 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 
-use crate::cluster::{AnyObject, Cluster, decode, decode_json, supported_kinds};
+use crate::cluster::{
+    AnyObject, Cluster, SliceDoc, SliceJson, decode, decode_json, supported_kinds,
+};
 use crate::defaults::apply_object_defaults;
 use crate::diagnostic::Diagnostic;
-use crate::source::{ObjectRef, Source};
+use crate::source::{Located, ObjectRef, Source};
 use document::{DocRoot, LineTree, Step};
-use head::Head;
+use head::{Head, MetadataOnly};
 use split::{Chunk, split_documents, split_json_stream};
 
 /// How to load. `Default` suits command-line use.
@@ -39,6 +41,16 @@ pub struct LoadOptions {
     pub max_file_bytes: u64,
     /// Worker threads for parsing one input; 0 picks the number of CPUs (at most 8).
     pub threads: usize,
+    /// Keep every ResourceSlice in [`Cluster::slice_docs`], those of JSON streams of at
+    /// least [`LoadOptions::defer_slices_from_bytes`] as their text (with only the metadata
+    /// decoded), for a caller that decodes them itself (`dra_alloc::SliceInput::Json`):
+    /// holding slices as k8s-openapi objects is most of the memory of a device-heavy
+    /// cluster. The loader does not check such text any further, so a caller that meets
+    /// text that does not decode loads again without this option to report it.
+    pub defer_slices: bool,
+    /// With `defer_slices`, the size from which a file's slices are kept as text (smaller
+    /// files' slices are decoded, and kept in [`Cluster::slice_docs`] as objects).
+    pub defer_slices_from_bytes: usize,
 }
 
 impl Default for LoadOptions {
@@ -47,6 +59,8 @@ impl Default for LoadOptions {
             max_depth: 64,
             max_file_bytes: 1 << 30,
             threads: 0,
+            defer_slices: false,
+            defer_slices_from_bytes: 0,
         }
     }
 }
@@ -177,7 +191,19 @@ fn collect_files(
 /// An object read from a document, before it joins the cluster.
 struct Decoded {
     source: Source,
-    object: AnyObject,
+    object: Item,
+}
+
+/// What a document gave: an object, or a ResourceSlice kept as text.
+enum Item {
+    Object(AnyObject),
+    SliceJson(Box<SliceJson>),
+}
+
+impl From<AnyObject> for Item {
+    fn from(object: AnyObject) -> Item {
+        Item::Object(object)
+    }
 }
 
 /// What one chunk produced, in document order.
@@ -255,24 +281,33 @@ impl<'a> Loader<'a> {
                 first_line: 1,
             }],
         };
+        // The documents of this text keep slices as text only from the size the caller asked.
+        let options = LoadOptions {
+            defer_slices: self.options.defer_slices
+                && text.len() >= self.options.defer_slices_from_bytes,
+            ..self.options.clone()
+        };
         let pieces = match chunks.as_slice() {
             [chunk] => self.json_piece_count(chunk.text),
             _ => 1,
         };
         let outputs = match (pieces > 1)
-            .then(|| parse_json_pieces(&file, chunks[0], self.options, pieces))
+            .then(|| parse_json_pieces(&file, chunks[0], &options, pieces))
             .flatten()
         {
             Some(output) => vec![output],
             None => {
                 let threads = self.thread_count(text.len(), chunks.len());
-                parse_chunks(&file, &chunks, self.options, threads)
+                parse_chunks(&file, &chunks, &options, threads)
             }
         };
         AnyObject::reserve_in(
-            outputs
-                .iter()
-                .flat_map(|o| o.objects.iter().map(|d| &d.object)),
+            outputs.iter().flat_map(|o| {
+                o.objects.iter().filter_map(|d| match &d.object {
+                    Item::Object(object) => Some(object),
+                    Item::SliceJson(_) => None,
+                })
+            }),
             &mut self.cluster,
         );
         for output in outputs {
@@ -313,8 +348,10 @@ impl<'a> Loader<'a> {
     }
 
     fn insert(&mut self, decoded: Decoded) {
-        let info = decoded.object.info();
-        let meta = decoded.object.metadata();
+        let (info, meta) = match &decoded.object {
+            Item::Object(object) => (object.info(), object.metadata()),
+            Item::SliceJson(json) => (AnyObject::slice_info(), &json.metadata),
+        };
         let name = meta.name.clone().unwrap_or_default();
         if !name.is_empty() {
             let namespace = if info.namespaced {
@@ -345,7 +382,16 @@ impl<'a> Loader<'a> {
                 }
             }
         }
-        decoded.object.push_into(decoded.source, &mut self.cluster);
+        let slice = match decoded.object {
+            Item::Object(AnyObject::ResourceSlice(slice)) if self.options.defer_slices => {
+                SliceDoc::Object(*slice)
+            }
+            Item::Object(object) => return object.push_into(decoded.source, &mut self.cluster),
+            Item::SliceJson(json) => SliceDoc::Json(*json),
+        };
+        self.cluster
+            .slice_docs
+            .push(Located::new(decoded.source, slice));
     }
 }
 
@@ -631,10 +677,19 @@ fn json_direct(
             lines,
         };
         let doc_line = ctx.at_line(line_u32(line));
+        if options.defer_slices
+            && let Some(json) = deferred_slice(&head, doc_text)
+        {
+            output.objects.push(Decoded {
+                source: ctx.source(doc_line),
+                object: Item::SliceJson(Box::new(json)),
+            });
+            continue;
+        }
         if let Some(object) = direct_object(&head, doc_text) {
             output.objects.push(Decoded {
                 source: ctx.source(doc_line),
-                object,
+                object: object.into(),
             });
             continue;
         }
@@ -650,6 +705,24 @@ fn json_direct(
         );
     }
     Some(output)
+}
+
+/// A ResourceSlice (of the current version) kept as its text, with its metadata decoded;
+/// `None` when the metadata does not decode (the document then takes the usual route, which
+/// reports it). ResourceSlices have no API-server defaults, so the text is all there is.
+fn deferred_slice(head: &Head, text: &str) -> Option<SliceJson> {
+    let info = AnyObject::slice_info();
+    if !head.is_object
+        || head.api_version.as_deref() != Some(info.api_version)
+        || head.kind.as_deref() != Some(info.kind)
+    {
+        return None;
+    }
+    let MetadataOnly(metadata) = serde_json::from_str(text).ok()?;
+    Some(SliceJson {
+        metadata: metadata.unwrap_or_default(),
+        text: text.into(),
+    })
 }
 
 /// A plain object of a loaded kind decoded straight from its text, defaults applied;
@@ -949,7 +1022,10 @@ impl DocContext<'_> {
             }
             Some(Ok(mut object)) => {
                 apply_object_defaults(&mut object);
-                output.objects.push(Decoded { source, object });
+                output.objects.push(Decoded {
+                    source,
+                    object: object.into(),
+                });
             }
             Some(Err(err)) => {
                 let steps: Vec<Step> = err

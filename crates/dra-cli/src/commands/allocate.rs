@@ -3,7 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use dra_alloc::{AllocatedState, Index, IndexInput, IndexOptions, Outcome, PreparedClaim};
+use dra_alloc::{
+    AllocatedState, Index, IndexInput, IndexOptions, Outcome, PreparedClaim, SliceInput,
+};
 use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceClaimStatus};
 
 use crate::Failure;
@@ -36,7 +38,11 @@ pub fn run(out: &Out, args: &AllocateArgs) -> Result<(), Failure> {
     let index = Index::build(
         &IndexInput {
             nodes: cluster.nodes.iter().map(|o| &*o.object).collect(),
-            slices: cluster.resource_slices.iter().map(|o| &*o.object).collect(),
+            slices: cluster
+                .resource_slices
+                .iter()
+                .map(|o| SliceInput::Object(&o.object))
+                .collect(),
             classes: cluster.device_classes.iter().map(|o| &*o.object).collect(),
             taint_rules: cluster
                 .device_taint_rules

@@ -18,14 +18,18 @@ use crate::input;
 use crate::output::Out;
 
 pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
-    let mut loaded = input::load(out, &args.inputs.files)?;
-    let snapshot = Snapshot::new(&SimInput::from_cluster(&loaded.cluster))
-        .map_err(|e| Failure::Input(e.to_string()))?;
     // The snapshot holds what the simulation needs of the slices, which are most of a large
-    // cluster's memory; only `-o yaml` prints them again.
-    if out.format != OutputFormat::Yaml {
+    // cluster's memory; only `-o yaml` prints them again (and needs them as objects).
+    let (loaded, snapshot) = if out.format == OutputFormat::Yaml {
+        let loaded = input::load(out, &args.inputs.files)?;
+        let snapshot = Snapshot::new(&SimInput::from_cluster(&loaded.cluster))
+            .map_err(|e| Failure::Input(e.to_string()))?;
+        (loaded, snapshot)
+    } else {
+        let (mut loaded, snapshot) = input::load_snapshot(out, &args.inputs.files)?;
         crate::leave_to_exit(crate::take_slices(&mut loaded.cluster));
-    }
+        (loaded, snapshot)
+    };
     let sim_input = SimInput::from_cluster(&loaded.cluster);
     let model_pick = match args.node_pick {
         NodePick::FirstFit => None,
