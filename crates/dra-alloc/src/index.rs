@@ -396,11 +396,11 @@ fn parse_quantity(
 /// dense keys and positions, which [`Index::add_slice`] assigns in input order. Slices are
 /// prepared independently of each other, so on several threads ([`prepare_slices`]).
 #[derive(Debug)]
-struct PreparedSlice {
+pub(crate) struct PreparedSlice {
     /// The slice's entry; its `devices` range is given by [`Index::add_slice`].
-    entry: SliceEntry,
+    pub(crate) entry: SliceEntry,
     /// How many devices the slice appended to its run's devices.
-    devices: usize,
+    pub(crate) devices: usize,
 }
 
 /// A contiguous run of slices prepared on one thread: the slices in order, and their devices
@@ -497,8 +497,8 @@ fn prepare_slices(
     })
 }
 
-/// [`prepare_slice`] of an object, or of the object a JSON text decodes to, which is dropped
-/// right after: the next slice decoded on this thread reuses its memory.
+/// [`prepare_slice`] of an object, or the same conversion straight from a JSON text
+/// ([`crate::slice_json`]).
 fn prepare_input(
     slice: &SliceInput<'_>,
     taint_rules: &[&DeviceTaintRule],
@@ -508,13 +508,7 @@ fn prepare_input(
     match slice {
         SliceInput::Object(slice) => prepare_slice(slice, taint_rules, strings, devices),
         SliceInput::Json(text) => {
-            let slice: ResourceSlice = serde_json::from_str(text).map_err(|e| IndexError {
-                slice: String::new(),
-                field: String::new(),
-                message: format!("does not decode: {e}"),
-                kind: IndexErrorKind::Decode,
-            })?;
-            prepare_slice(&slice, taint_rules, strings, devices)
+            crate::slice_json::prepare_json(text, taint_rules, strings, devices)
         }
     }
 }
@@ -522,7 +516,7 @@ fn prepare_input(
 /// Converts one slice's devices (attributes, capacities, counters, taints from the slice and
 /// the matching DeviceTaintRules), appending them to `devices`, and its node selection; fails
 /// on a quantity that does not parse (with some of its devices appended).
-fn prepare_slice(
+pub(crate) fn prepare_slice(
     slice: &ResourceSlice,
     taint_rules: &[&DeviceTaintRule],
     strings: &mut Interner,
@@ -531,6 +525,31 @@ fn prepare_slice(
     let before = devices.len();
     let spec = &slice.spec;
     let slice_name = slice.metadata.name.clone().unwrap_or_default();
+    let entry = slice_entry(slice_name, spec)?;
+    for (d, device) in spec.devices.iter().flatten().enumerate() {
+        // Both maps come sorted from the BTreeMaps of the wire type.
+        let attributes = device
+            .attributes
+            .iter()
+            .flatten()
+            .map(|(k, v)| (strings.get(k), AttrValue::from_api(v, strings)))
+            .collect();
+        let mut device = device_entry(&entry.name, d, device, attributes, strings)?;
+        add_rule_taints(&mut device, taint_rules, &entry.driver, &entry.pool);
+        devices.push(device);
+    }
+    Ok(PreparedSlice {
+        entry,
+        devices: devices.len() - before,
+    })
+}
+
+/// A slice's entry (its devices' range is given by [`Index::add_slice`]): node selection and
+/// shared counters, parsed; fails on a counter quantity that does not parse.
+pub(crate) fn slice_entry(
+    slice_name: String,
+    spec: &k8s_openapi::api::resource::v1::ResourceSliceSpec,
+) -> Result<SliceEntry, IndexError> {
     let node_name = spec.node_name.clone().unwrap_or_default();
     let selection = if !node_name.is_empty() {
         SliceNodeSelection::NodeName(node_name.clone())
@@ -559,140 +578,149 @@ fn prepare_slice(
             counters,
         });
     }
-    for (d, device) in spec.devices.iter().flatten().enumerate() {
-        // Sized exactly: growth slack of every device adds up to fresh pages to touch.
-        let mut capacity = Vec::with_capacity(device.capacity.as_ref().map_or(0, |c| c.len()));
-        for (name, cap) in device.capacity.iter().flatten() {
-            let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
-            let value = parse_quantity(&slice_name, || field(".value"), &cap.value)?;
-            let policy = match &cap.request_policy {
-                None => None,
-                Some(policy) => Some(RequestPolicy {
-                    default: policy
-                        .default
-                        .as_ref()
-                        .map(|q| parse_quantity(&slice_name, || field(".requestPolicy.default"), q))
-                        .transpose()?,
-                    valid_values: policy
-                        .valid_values
-                        .as_ref()
-                        .map(|values| {
-                            values
-                                .iter()
-                                .map(|q| {
-                                    parse_quantity(
-                                        &slice_name,
-                                        || field(".requestPolicy.validValues"),
-                                        q,
-                                    )
-                                })
-                                .collect::<Result<Vec<_>, _>>()
-                        })
-                        .transpose()?,
-                    valid_range: match &policy.valid_range {
-                        None => None,
-                        Some(range) => Some(ValidRange {
-                            min: parse_quantity(
-                                &slice_name,
-                                || field(".requestPolicy.validRange.min"),
-                                &range.min,
-                            )?,
-                            max: range
-                                .max
-                                .as_ref()
-                                .map(|q| {
-                                    parse_quantity(
-                                        &slice_name,
-                                        || field(".requestPolicy.validRange.max"),
-                                        q,
-                                    )
-                                })
-                                .transpose()?,
-                            step: range
-                                .step
-                                .as_ref()
-                                .map(|q| {
-                                    parse_quantity(
-                                        &slice_name,
-                                        || field(".requestPolicy.validRange.step"),
-                                        q,
-                                    )
-                                })
-                                .transpose()?,
-                        }),
-                    },
-                }),
-            };
-            capacity.push((strings.get(name), Capacity { value, policy }));
+    Ok(SliceEntry {
+        name: slice_name,
+        driver: spec.driver.clone(),
+        pool: spec.pool.name.clone(),
+        generation: spec.pool.generation,
+        resource_slice_count: spec.pool.resource_slice_count,
+        node_name_field: spec.node_name.clone(),
+        node_selector_field: spec.node_selector.clone(),
+        selection,
+        per_device_node_selection_field: spec.per_device_node_selection == Some(true),
+        shared_counters,
+        devices: 0..0,
+    })
+}
+
+/// Appends the taints of the DeviceTaintRules that select the device, after its own.
+pub(crate) fn add_rule_taints(
+    device: &mut DeviceEntry,
+    taint_rules: &[&DeviceTaintRule],
+    driver: &str,
+    pool: &str,
+) {
+    for rule in taint_rules {
+        if taint_rule_selects(rule, driver, pool, &device.name) {
+            device.taints.push(rule.spec.taint.clone());
         }
-        let mut consumes_counters = Vec::new();
-        for (c, consumption) in device.consumes_counters.iter().flatten().enumerate() {
-            let mut counters = Vec::new();
-            for (name, counter) in &consumption.counters {
-                let value = parse_quantity(
-                    &slice_name,
-                    || format!("spec.devices[{d}].consumesCounters[{c}].counters[{name:?}].value"),
-                    &counter.value,
-                )?;
-                counters.push((name.clone(), value));
-            }
-            consumes_counters.push(CounterConsumption {
-                counter_set: consumption.counter_set.clone(),
-                counters,
-            });
+    }
+}
+
+/// The entry of device number `d` of slice `slice_name`, with its attributes converted
+/// already (sorted by name) and without the taints of DeviceTaintRules
+/// ([`add_rule_taints`]); fails on a quantity that does not parse.
+pub(crate) fn device_entry(
+    slice_name: &str,
+    d: usize,
+    device: &k8s_openapi::api::resource::v1::Device,
+    attributes: Vec<(Arc<str>, AttrValue)>,
+    strings: &mut Interner,
+) -> Result<DeviceEntry, IndexError> {
+    // Sized exactly: growth slack of every device adds up to fresh pages to touch.
+    let mut capacity = Vec::with_capacity(device.capacity.as_ref().map_or(0, |c| c.len()));
+    for (name, cap) in device.capacity.iter().flatten() {
+        let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
+        let value = parse_quantity(slice_name, || field(".value"), &cap.value)?;
+        let policy = match &cap.request_policy {
+            None => None,
+            Some(policy) => Some(RequestPolicy {
+                default: policy
+                    .default
+                    .as_ref()
+                    .map(|q| parse_quantity(slice_name, || field(".requestPolicy.default"), q))
+                    .transpose()?,
+                valid_values: policy
+                    .valid_values
+                    .as_ref()
+                    .map(|values| {
+                        values
+                            .iter()
+                            .map(|q| {
+                                parse_quantity(
+                                    slice_name,
+                                    || field(".requestPolicy.validValues"),
+                                    q,
+                                )
+                            })
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .transpose()?,
+                valid_range: match &policy.valid_range {
+                    None => None,
+                    Some(range) => Some(ValidRange {
+                        min: parse_quantity(
+                            slice_name,
+                            || field(".requestPolicy.validRange.min"),
+                            &range.min,
+                        )?,
+                        max: range
+                            .max
+                            .as_ref()
+                            .map(|q| {
+                                parse_quantity(
+                                    slice_name,
+                                    || field(".requestPolicy.validRange.max"),
+                                    q,
+                                )
+                            })
+                            .transpose()?,
+                        step: range
+                            .step
+                            .as_ref()
+                            .map(|q| {
+                                parse_quantity(
+                                    slice_name,
+                                    || field(".requestPolicy.validRange.step"),
+                                    q,
+                                )
+                            })
+                            .transpose()?,
+                    }),
+                },
+            }),
+        };
+        capacity.push((strings.get(name), Capacity { value, policy }));
+    }
+    let mut consumes_counters = Vec::new();
+    for (c, consumption) in device.consumes_counters.iter().flatten().enumerate() {
+        let mut counters = Vec::new();
+        for (name, counter) in &consumption.counters {
+            let value = parse_quantity(
+                slice_name,
+                || format!("spec.devices[{d}].consumesCounters[{c}].counters[{name:?}].value"),
+                &counter.value,
+            )?;
+            counters.push((name.clone(), value));
         }
-        let mut taints = device.taints.clone().unwrap_or_default();
-        let slice_taint_count = u32::try_from(taints.len()).unwrap_or(u32::MAX);
-        for rule in taint_rules {
-            if taint_rule_selects(rule, &spec.driver, &spec.pool.name, &device.name) {
-                taints.push(rule.spec.taint.clone());
-            }
-        }
-        // Both maps come sorted from the BTreeMaps of the wire type.
-        let attributes = device
-            .attributes
-            .iter()
-            .flatten()
-            .map(|(k, v)| (strings.get(k), AttrValue::from_api(v, strings)))
-            .collect();
-        devices.push(DeviceEntry {
-            // Placeholders until the slice takes its place: `Index::add_slice`.
-            key: DeviceKey(u32::MAX),
-            pool_key: u32::MAX,
-            slice: SliceIdx(u32::MAX),
-            name: strings.get(&device.name),
-            attributes,
-            capacity,
-            consumes_counters,
-            taints,
-            slice_taint_count,
-            binding_conditions: device.binding_conditions.clone(),
-            binding_failure_conditions: device.binding_failure_conditions.clone(),
-            binds_to_node: device.binds_to_node == Some(true),
-            allow_multiple_allocations: device.allow_multiple_allocations == Some(true),
-            node_name: device.node_name.clone(),
-            all_nodes: device.all_nodes == Some(true),
-            node_selector: device.node_selector.clone(),
-            cel_input: OnceLock::new(),
-            cel_input_asked: AtomicBool::new(false),
-            cel_converts: OnceLock::new(),
+        consumes_counters.push(CounterConsumption {
+            counter_set: consumption.counter_set.clone(),
+            counters,
         });
     }
-    Ok(PreparedSlice {
-        entry: SliceEntry {
-            name: slice_name,
-            driver: spec.driver.clone(),
-            pool: spec.pool.name.clone(),
-            generation: spec.pool.generation,
-            resource_slice_count: spec.pool.resource_slice_count,
-            node_name_field: spec.node_name.clone(),
-            node_selector_field: spec.node_selector.clone(),
-            selection,
-            per_device_node_selection_field: spec.per_device_node_selection == Some(true),
-            shared_counters,
-            devices: 0..0,
-        },
-        devices: devices.len() - before,
+    let taints = device.taints.clone().unwrap_or_default();
+    let slice_taint_count = u32::try_from(taints.len()).unwrap_or(u32::MAX);
+    Ok(DeviceEntry {
+        // Placeholders until the slice takes its place: `Index::add_slice`.
+        key: DeviceKey(u32::MAX),
+        pool_key: u32::MAX,
+        slice: SliceIdx(u32::MAX),
+        name: strings.get(&device.name),
+        attributes,
+        capacity,
+        consumes_counters,
+        taints,
+        slice_taint_count,
+        binding_conditions: device.binding_conditions.clone(),
+        binding_failure_conditions: device.binding_failure_conditions.clone(),
+        binds_to_node: device.binds_to_node == Some(true),
+        allow_multiple_allocations: device.allow_multiple_allocations == Some(true),
+        node_name: device.node_name.clone(),
+        all_nodes: device.all_nodes == Some(true),
+        node_selector: device.node_selector.clone(),
+        cel_input: OnceLock::new(),
+        cel_input_asked: AtomicBool::new(false),
+        cel_converts: OnceLock::new(),
     })
 }
 

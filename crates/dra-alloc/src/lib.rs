@@ -43,6 +43,7 @@ mod quantity;
 mod result;
 mod search;
 mod selectors;
+mod slice_json;
 mod state;
 
 use std::sync::Arc;

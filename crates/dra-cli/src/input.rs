@@ -38,16 +38,11 @@ pub fn load(out: &Out, files: &[PathBuf]) -> Result<Loaded, Failure> {
     Ok(loaded)
 }
 
-/// From this size on, a JSON file's ResourceSlices go to the index as text. Below it, the
-/// extra pass over their text and freeing the objects decoded one at a time cost as much as
-/// the memory saved (measured: 1 to 3 MB files a few percent slower, a 10 MB one as fast
-/// with a third less memory, 106 MB a fifth less memory).
-const DEFER_SLICES_FROM_BYTES: usize = 8 << 20;
-
-/// Loads `files` like [`load`] and indexes the cluster for a simulation. Slices of large
-/// JSON streams go to the index as text (`LoadOptions::defer_slices`), which decodes them one
-/// at a time instead of holding them all as wire objects: the bulk of a device-heavy
-/// cluster's memory. Text the loader did not check may not decode; then, and whenever
+/// Loads `files` like [`load`] and indexes the cluster for a simulation. Slices of JSON
+/// streams go to the index as text (`LoadOptions::defer_slices`), which converts them
+/// straight into its own form instead of decoding and holding them all as wire objects: the
+/// bulk of a device-heavy cluster's load time and memory. Text the loader did not check may
+/// not decode; then, and whenever
 /// the input has errors, the files are loaded again the usual way, whose diagnostics name
 /// file and line, so the outcome is the usual route's in every case. Standard input cannot
 /// be read twice and always takes the usual route.
@@ -55,7 +50,6 @@ pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot),
     if !files.is_empty() && files.iter().all(|f| f.as_os_str() != "-") {
         let options = LoadOptions {
             defer_slices: true,
-            defer_slices_from_bytes: DEFER_SLICES_FROM_BYTES,
             ..LoadOptions::default()
         };
         let loaded =

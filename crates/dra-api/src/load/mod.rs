@@ -41,16 +41,13 @@ pub struct LoadOptions {
     pub max_file_bytes: u64,
     /// Worker threads for parsing one input; 0 picks the number of CPUs (at most 8).
     pub threads: usize,
-    /// Keep every ResourceSlice in [`Cluster::slice_docs`], those of JSON streams of at
-    /// least [`LoadOptions::defer_slices_from_bytes`] as their text (with only the metadata
-    /// decoded), for a caller that decodes them itself (`dra_alloc::SliceInput::Json`):
-    /// holding slices as k8s-openapi objects is most of the memory of a device-heavy
-    /// cluster. The loader does not check such text any further, so a caller that meets
-    /// text that does not decode loads again without this option to report it.
+    /// Keep every ResourceSlice in [`Cluster::slice_docs`], those of JSON streams as their
+    /// text (with only the metadata decoded), for a caller that decodes them itself
+    /// (`dra_alloc::SliceInput::Json`): decoding slices into k8s-openapi objects and holding
+    /// them is most of the time and memory of loading a device-heavy cluster. The loader does
+    /// not check such text any further, so a caller that meets text that does not decode
+    /// loads again without this option to report it.
     pub defer_slices: bool,
-    /// With `defer_slices`, the size from which a file's slices are kept as text (smaller
-    /// files' slices are decoded, and kept in [`Cluster::slice_docs`] as objects).
-    pub defer_slices_from_bytes: usize,
 }
 
 impl Default for LoadOptions {
@@ -60,7 +57,6 @@ impl Default for LoadOptions {
             max_file_bytes: 1 << 30,
             threads: 0,
             defer_slices: false,
-            defer_slices_from_bytes: 0,
         }
     }
 }
@@ -281,24 +277,18 @@ impl<'a> Loader<'a> {
                 first_line: 1,
             }],
         };
-        // The documents of this text keep slices as text only from the size the caller asked.
-        let options = LoadOptions {
-            defer_slices: self.options.defer_slices
-                && text.len() >= self.options.defer_slices_from_bytes,
-            ..self.options.clone()
-        };
         let pieces = match chunks.as_slice() {
             [chunk] => self.json_piece_count(chunk.text),
             _ => 1,
         };
         let outputs = match (pieces > 1)
-            .then(|| parse_json_pieces(&file, chunks[0], &options, pieces))
+            .then(|| parse_json_pieces(&file, chunks[0], self.options, pieces))
             .flatten()
         {
             Some(output) => vec![output],
             None => {
                 let threads = self.thread_count(text.len(), chunks.len());
-                parse_chunks(&file, &chunks, &options, threads)
+                parse_chunks(&file, &chunks, self.options, threads)
             }
         };
         AnyObject::reserve_in(
