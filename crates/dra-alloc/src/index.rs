@@ -747,6 +747,8 @@ impl Index {
             selectors: SelectorCache::default(),
             compiler: dra_cel::Compiler::default(),
         };
+        index.nodes.reserve(input.nodes.len());
+        index.node_by_name.reserve(input.nodes.len());
         for node in &input.nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
             let id = NodeId(index.nodes.len() as u32);
@@ -782,7 +784,17 @@ impl Index {
         // Entries are large: room for all at once instead of growth slack (the devices come
         // with room for all in the first run).
         index.slices.reserve(input.slices.len());
-        for mut run in prepare_slices(&input.slices, &input.taint_rules, options.threads) {
+        let runs = prepare_slices(&input.slices, &input.taint_rules, options.threads);
+        // Room for every device key and slice at once: growing the tables step by step was
+        // a tenth of the indexing of a large cluster (rehashes and copies into fresh memory).
+        let devices: usize = runs.iter().map(|run| run.devices.len()).sum();
+        index.key_names.reserve(devices);
+        index.key_pool.reserve(devices);
+        index.key_by_name.reserve(devices);
+        index.pool_keys.reserve(input.slices.len());
+        index.slices_by_pool.reserve(input.slices.len());
+        index.slices_on_node.reserve(input.slices.len());
+        for mut run in runs {
             if index.devices.is_empty() {
                 index.devices = run.devices;
             } else {

@@ -25,6 +25,10 @@ pub struct Cli {
     /// When to use colour on stderr (NO_COLOR is honoured with `auto`).
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+
+    /// Print how long each phase of the command took (load, index, run, output) on stderr.
+    #[arg(long, global = true)]
+    pub timings: bool,
 }
 
 /// `-o`: readable table, or data for machines.

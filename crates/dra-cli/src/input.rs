@@ -54,9 +54,11 @@ pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot),
         };
         let loaded =
             dra_api::load_paths(files, &options).map_err(|e| Failure::Input(e.to_string()))?;
+        crate::timings::mark("load");
         if !loaded.has_errors() {
             match Snapshot::new(&SimInput::from_cluster(&loaded.cluster)) {
                 Ok(snapshot) => {
+                    crate::timings::mark("index");
                     report(out, &loaded.diagnostics);
                     return Ok((loaded, snapshot));
                 }
@@ -69,8 +71,10 @@ pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot),
         }
     }
     let loaded = load(out, files)?;
+    crate::timings::mark("load");
     let snapshot = Snapshot::new(&SimInput::from_cluster(&loaded.cluster))
         .map_err(|e| Failure::Input(e.to_string()))?;
+    crate::timings::mark("index");
     Ok((loaded, snapshot))
 }
 

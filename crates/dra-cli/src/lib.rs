@@ -12,6 +12,7 @@ pub mod cli;
 mod commands;
 mod input;
 mod output;
+pub mod timings;
 
 use std::process::ExitCode;
 
@@ -120,6 +121,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if cli.timings {
+        timings::enable();
+    }
     let out = Out::new(cli.output, cli.color);
     let result = match cli.command {
         Command::Simulate(args) => commands::simulate::run(&out, &args),
@@ -132,6 +136,9 @@ pub fn main() -> ExitCode {
         Command::Gen(args) => commands::gen_cmd::run(&out, &args),
         Command::Bench(args) => commands::bench::run(&out, &args),
     };
+    if cli.timings {
+        eprint!("{}", timings::report());
+    }
     match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
         Err(Failure::Findings) => ExitCode::from(EXIT_FINDINGS),

@@ -305,3 +305,30 @@ fn simulate_answers_json_slices_as_the_usual_route() {
         "{stderr}"
     );
 }
+
+#[test]
+fn timings_go_to_stderr_and_leave_the_answer_alone() {
+    let plain = dra(&["simulate", "--node-pick", "first-fit", "-o", "json"]);
+    let timed = dra(&[
+        "simulate",
+        "--timings",
+        "--node-pick",
+        "first-fit",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(timed.status.code(), plain.status.code());
+    assert_eq!(text(&timed.stdout), text(&plain.stdout));
+    let stderr = text(&timed.stderr);
+    let phases: Vec<&str> = stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix("timing: "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        phases,
+        ["load", "index", "simulate", "output", "total"],
+        "{stderr}"
+    );
+    assert!(!text(&plain.stderr).contains("timing:"));
+}

@@ -95,7 +95,7 @@ pub use extended::{
 pub use fit::pod_node_name_and_selector_fit;
 pub use priority::pod_priority;
 pub use reference::{run_first_fit, run_first_fit_every_node, run_first_fit_snapshot};
-pub use report::{PodOutcome, PodResult, PodState, PodStatus, Report};
+pub use report::{ClaimAllocations, PodOutcome, PodResult, PodState, PodStatus, Report};
 pub use scheduler::{
     Binding, ExplainOptions, NodePick, NodeSampling, PodChanges, SimOptions, Simulation, simulate,
     simulate_snapshot,

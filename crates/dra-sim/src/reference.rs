@@ -65,7 +65,10 @@ fn run(input: &SimInput<'_>, snapshot: &Snapshot, skip: bool) -> Result<Report, 
     });
 
     let mut known = KnownRejections::new(index, &nodes, skip);
-    let mut report = Report::default();
+    let mut report = Report {
+        results: Vec::with_capacity(input.pods.len()),
+        ..Report::default()
+    };
     for pod in &input.pods {
         let (outcome, skipped) =
             schedule_pod(index, &mut state, &mut claims, &nodes, &mut known, pod);
@@ -74,7 +77,7 @@ fn run(input: &SimInput<'_>, snapshot: &Snapshot, skip: bool) -> Result<Report, 
     }
     report.steps = report.results.iter().map(|r| r.steps).sum();
     report.allocate_calls = report.results.iter().map(|r| r.allocate_calls).sum();
-    report.claims = claims.into_all();
+    report.claims = claims;
     Ok(report)
 }
 

@@ -5,8 +5,75 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus;
-use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
+use k8s_openapi::api::resource::v1::AllocationResult;
 use serde::Serialize;
+
+use crate::ClaimStore;
+
+/// The claims a pod's scheduling allocated: claim name to allocation, in name order, written
+/// as a JSON object (as a `BTreeMap` would be). A pod has one claim or a few; a sorted list
+/// holds them in a fraction of a `BTreeMap`'s memory, whose first node has room for eleven
+/// entries (over a kilobyte per pod, most of a large simulation's result memory).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClaimAllocations(Vec<(String, AllocationResult)>);
+
+impl ClaimAllocations {
+    /// Adds or replaces the allocation of `claim`; returns the one it replaced.
+    pub fn insert(
+        &mut self,
+        claim: String,
+        allocation: AllocationResult,
+    ) -> Option<AllocationResult> {
+        match self
+            .0
+            .binary_search_by(|(name, _)| name.as_str().cmp(&claim))
+        {
+            Ok(at) => Some(std::mem::replace(&mut self.0[at].1, allocation)),
+            Err(at) => {
+                self.0.insert(at, (claim, allocation));
+                None
+            }
+        }
+    }
+
+    pub fn get(&self, claim: &str) -> Option<&AllocationResult> {
+        self.0
+            .binary_search_by(|(name, _)| name.as_str().cmp(claim))
+            .ok()
+            .map(|at| &self.0[at].1)
+    }
+
+    /// `(claim, allocation)` in claim name order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &AllocationResult)> {
+        self.0.iter().map(|(name, allocation)| (name, allocation))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'a> IntoIterator for &'a ClaimAllocations {
+    type Item = (&'a String, &'a AllocationResult);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (String, AllocationResult)>,
+        fn(&'a (String, AllocationResult)) -> (&'a String, &'a AllocationResult),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter().map(|(name, allocation)| (name, allocation))
+    }
+}
+
+impl Serialize for ClaimAllocations {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.iter())
+    }
+}
 
 /// What happened to a pod.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -25,7 +92,7 @@ pub struct PodOutcome {
     pub node: Option<String>,
     pub status: PodStatus,
     /// Claims allocated for this pod (claims allocated earlier are not repeated).
-    pub allocations: BTreeMap<String, AllocationResult>,
+    pub allocations: ClaimAllocations,
     /// The error text when `status` is `error`.
     pub error: Option<String>,
     /// Why the pod is unschedulable, when known.
@@ -43,7 +110,7 @@ impl PodOutcome {
             pod,
             node: None,
             status: PodStatus::Unschedulable,
-            allocations: BTreeMap::new(),
+            allocations: ClaimAllocations::default(),
             error: None,
             reason: None,
             steps: 0,
@@ -64,9 +131,11 @@ pub struct Report {
     /// as they would have answered): a statistic of the method, not part of the answer.
     #[serde(skip)]
     pub skipped_calls: u64,
-    /// Every claim after the run, allocations included, by (namespace, name).
+    /// Every claim after the run, allocations included ([`ClaimStore::all`] gives them in
+    /// (namespace, name) order). Handed over as it is: copying thousands of claims into a list
+    /// nobody may read was a visible part of a run.
     #[serde(skip)]
-    pub claims: Vec<ResourceClaim>,
+    pub claims: ClaimStore,
 }
 
 /// What happened to a pod in the full scheduler model.
@@ -98,7 +167,7 @@ pub struct PodResult {
     pub status: PodState,
     /// Claims allocated for this pod by the simulation, including the extended-resource
     /// claim `<pod>-extended-resources`; claims allocated earlier are not repeated.
-    pub allocations: BTreeMap<String, AllocationResult>,
+    pub allocations: ClaimAllocations,
     /// The error text when `status` is `error`.
     pub error: Option<String>,
     pub priority: i32,
@@ -131,4 +200,38 @@ pub struct PodResult {
     pub notes: Vec<String>,
     /// Allocator search steps spent on this pod.
     pub steps: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn allocation(device: &str) -> AllocationResult {
+        serde_json::from_value(serde_json::json!({
+            "devices": {"results": [
+                {"request": "r", "driver": "d.example.com", "pool": "p", "device": device}
+            ]}
+        }))
+        .expect("an allocation")
+    }
+
+    #[test]
+    fn claim_allocations_keep_name_order_and_replace_like_a_map() {
+        let mut list = ClaimAllocations::default();
+        let mut map = BTreeMap::new();
+        for (claim, device) in [("b", "1"), ("a", "2"), ("c", "3"), ("a", "4"), ("aa", "5")] {
+            let replaced = list.insert(claim.to_string(), allocation(device));
+            assert_eq!(replaced, map.insert(claim.to_string(), allocation(device)));
+        }
+        assert_eq!(list.len(), 4);
+        assert_eq!(list.get("a"), Some(&allocation("4")));
+        assert_eq!(list.get("zz"), None);
+        let names: Vec<&String> = list.iter().map(|(name, _)| name).collect();
+        assert_eq!(names, ["a", "aa", "b", "c"]);
+        // Written exactly as the map it replaces.
+        assert_eq!(
+            serde_json::to_string_pretty(&list).expect("serialises"),
+            serde_json::to_string_pretty(&map).expect("serialises")
+        );
+    }
 }

@@ -60,7 +60,7 @@ use crate::fit::{
     FitFailure, PodFacts, SimNode, intolerable_prefer_no_schedule_taints, node_affinity_matches,
     node_fit_failures, node_fits, node_fits_except_affinity, preferred_affinity_score,
 };
-use crate::report::{PodResult, PodState};
+use crate::report::{ClaimAllocations, PodResult, PodState};
 use crate::score::{
     FIRST_AVAILABLE_MAX_SIZE, FitStrategy, NodeScore, RawScore, balanced_allocation_score, combine,
     resource_fit_score, select_host,
@@ -598,7 +598,7 @@ impl<'a> Engine<'a> {
                         pod: format!("{namespace}/{name}"),
                         node: None,
                         status: PodState::Unschedulable,
-                        allocations: BTreeMap::new(),
+                        allocations: ClaimAllocations::default(),
                         error: None,
                         priority: *priority.as_ref().unwrap_or(&0),
                         queue_position: None,
@@ -2069,7 +2069,7 @@ impl<'a> Engine<'a> {
             }
         }
         let mut results = feasible.results.into_iter();
-        let mut allocations = BTreeMap::new();
+        let mut allocations = ClaimAllocations::default();
         for (key, _) in &attempt.to_allocate {
             let Some(allocation) = results.next() else {
                 break;

@@ -300,6 +300,10 @@ impl<'a> Loader<'a> {
             }),
             &mut self.cluster,
         );
+        // Every named object gets an entry; growing the map step by step rehashed it a dozen
+        // times for a large stream.
+        self.seen
+            .reserve(outputs.iter().map(|o| o.objects.len()).sum::<usize>());
         for output in outputs {
             self.diagnostics.extend(output.diagnostics);
             for decoded in output.objects {

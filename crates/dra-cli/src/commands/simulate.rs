@@ -5,11 +5,10 @@
 //! shape); `scored` (default) and `most-allocated` run the scheduler model of `dra-sim`. The
 //! rendering helpers here are shared with `dra explain`.
 
-use std::collections::BTreeMap;
-
 use dra_sim::scheduler::{Eviction, Simulation};
-use dra_sim::{PodResult, PodState, PodStatus, Report, SimInput, SimOptions, Snapshot};
-use k8s_openapi::api::resource::v1::AllocationResult;
+use dra_sim::{
+    ClaimAllocations, PodResult, PodState, PodStatus, Report, SimInput, SimOptions, Snapshot,
+};
 
 use crate::Failure;
 use crate::cli::{NodePick, OutputFormat, SimulateArgs};
@@ -63,11 +62,13 @@ fn run_model(
 ) -> Result<(), Failure> {
     let simulation = dra_sim::simulate_snapshot(sim_input, snapshot, options)
         .map_err(|e| Failure::Input(e.to_string()))?;
+    crate::timings::mark("simulate");
     match out.format {
         OutputFormat::Json => out.data(&simulation)?,
         OutputFormat::Yaml => out.text(&resulting_objects(cluster, &simulation)?)?,
         OutputFormat::Table => out.text(&render(&simulation))?,
     }
+    crate::timings::mark("output");
     let pending = simulation
         .results
         .iter()
@@ -85,20 +86,19 @@ fn run_model(
 fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: &Snapshot) -> Result<(), Failure> {
     let report = dra_sim::run_first_fit_snapshot(input, snapshot)
         .map_err(|e| Failure::Input(e.to_string()))?;
+    crate::timings::mark("simulate");
     let result = match out.format {
         OutputFormat::Json | OutputFormat::Yaml => out.data(&report),
         OutputFormat::Table => out.text(&render_reference(&report)),
     };
+    crate::timings::mark("output");
     crate::leave_to_exit(report);
     result
 }
 
 /// `claim: device device` per allocation, device names without driver and pool when the
 /// pool is named after the node (the usual node-local driver).
-pub(crate) fn devices_text(
-    allocations: &BTreeMap<String, AllocationResult>,
-    node: Option<&str>,
-) -> String {
+pub(crate) fn devices_text(allocations: &ClaimAllocations, node: Option<&str>) -> String {
     allocations
         .iter()
         .map(|(claim, allocation)| {
