@@ -26,7 +26,8 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 
-    /// Print how long each phase of the command took (load, index, run, output) on stderr.
+    /// Print how long each phase of the command took on stderr, with the resident memory at
+    /// its end (`load`, then for `simulate` `index`, `simulate` and `output`, then `rest`).
     #[arg(long, global = true)]
     pub timings: bool,
 }

@@ -35,7 +35,16 @@ pub fn load(out: &Out, files: &[PathBuf]) -> Result<Loaded, Failure> {
             loaded.diagnostics.iter().filter(|d| d.is_error()).count()
         )));
     }
+    crate::timings::mark("load");
     Ok(loaded)
+}
+
+/// The simulation's snapshot of a cluster loaded by [`load`].
+pub fn snapshot(loaded: &Loaded) -> Result<Snapshot, Failure> {
+    let snapshot = Snapshot::new(&SimInput::from_cluster(&loaded.cluster))
+        .map_err(|e| Failure::Input(e.to_string()))?;
+    crate::timings::mark("index");
+    Ok(snapshot)
 }
 
 /// Loads `files` like [`load`] and indexes the cluster for a simulation. Slices of JSON
@@ -71,10 +80,7 @@ pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot),
         }
     }
     let loaded = load(out, files)?;
-    crate::timings::mark("load");
-    let snapshot = Snapshot::new(&SimInput::from_cluster(&loaded.cluster))
-        .map_err(|e| Failure::Input(e.to_string()))?;
-    crate::timings::mark("index");
+    let snapshot = snapshot(&loaded)?;
     Ok((loaded, snapshot))
 }
 

@@ -137,6 +137,9 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(&out, &args),
     };
     if cli.timings {
+        // Whatever the command did after its last phase (all of it for commands without
+        // phases of their own).
+        timings::mark("rest");
         eprint!("{}", timings::report());
     }
     match result {

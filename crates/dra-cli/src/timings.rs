@@ -30,7 +30,8 @@ pub fn mark(name: &'static str) {
     }
 }
 
-/// The recorded phases as `name: milliseconds` lines with the total; empty when not enabled.
+/// The recorded phases as `timing: name milliseconds [MiB resident]` lines, then the total;
+/// empty when not enabled.
 pub fn report() -> String {
     let marks = match MARKS.lock() {
         Ok(marks) => marks.clone(),
@@ -52,9 +53,11 @@ pub fn report() -> String {
     text
 }
 
-/// Resident memory from `/proc/self/statm` (Linux); `None` elsewhere.
+/// Resident memory from `/proc/self/status` (Linux, where it is given in KiB); `None`
+/// elsewhere.
 fn resident_mib() -> Option<f64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: f64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096.0 / f64::from(1u32 << 20))
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
 }

@@ -327,8 +327,19 @@ fn timings_go_to_stderr_and_leave_the_answer_alone() {
         .collect();
     assert_eq!(
         phases,
-        ["load", "index", "simulate", "output", "total"],
+        ["load", "index", "simulate", "output", "rest", "total"],
         "{stderr}"
     );
     assert!(!text(&plain.stderr).contains("timing:"));
+    // The `-o yaml` route and a command without phases of its own.
+    let yaml = dra(&["simulate", "--timings", "-o", "yaml"]);
+    let stderr = text(&yaml.stderr);
+    for phase in ["load", "index", "simulate", "output", "rest", "total"] {
+        assert!(stderr.contains(&format!("timing: {phase} ")), "{stderr}");
+    }
+    let lint = dra(&["lint", "--timings", "examples/gpu-migration/cluster.yaml"]);
+    let stderr = text(&lint.stderr);
+    for phase in ["load", "rest", "total"] {
+        assert!(stderr.contains(&format!("timing: {phase} ")), "{stderr}");
+    }
 }

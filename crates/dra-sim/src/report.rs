@@ -45,7 +45,7 @@ impl ClaimAllocations {
 
     /// `(claim, allocation)` in claim name order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &AllocationResult)> {
-        self.0.iter().map(|(name, allocation)| (name, allocation))
+        self.into_iter()
     }
 
     pub fn len(&self) -> usize {

@@ -21,8 +21,7 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
     // cluster's memory; only `-o yaml` prints them again (and needs them as objects).
     let (loaded, snapshot) = if out.format == OutputFormat::Yaml {
         let loaded = input::load(out, &args.inputs.files)?;
-        let snapshot = Snapshot::new(&SimInput::from_cluster(&loaded.cluster))
-            .map_err(|e| Failure::Input(e.to_string()))?;
+        let snapshot = input::snapshot(&loaded)?;
         (loaded, snapshot)
     } else {
         let (mut loaded, snapshot) = input::load_snapshot(out, &args.inputs.files)?;
