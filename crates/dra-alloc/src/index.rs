@@ -21,7 +21,7 @@ use k8s_openapi::api::resource::v1::{
 };
 
 use crate::Features;
-use crate::fnv::FnvHashMap;
+use crate::hashing::WordHashMap;
 use crate::node_selector::NodeFacts;
 use crate::pools::NodePools;
 use crate::selectors::SelectorCache;
@@ -101,7 +101,7 @@ impl AttrValue {
 /// Shares equal strings while an index is built.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
-    strings: FnvHashMap<Arc<str>, ()>,
+    strings: WordHashMap<Arc<str>, ()>,
 }
 
 impl Interner {
@@ -363,7 +363,7 @@ pub struct Index {
     pub(crate) devices: Vec<DeviceEntry>,
     key_names: Vec<(Arc<str>, Arc<str>, Box<str>)>,
     /// `driver \0 pool \0 device` -> key.
-    key_by_name: FnvHashMap<String, DeviceKey>,
+    key_by_name: WordHashMap<String, DeviceKey>,
     /// The pool of each device key.
     key_pool: Vec<u32>,
     /// `(driver, pool)` -> dense pool key.
@@ -735,7 +735,7 @@ impl Index {
             slices: Vec::new(),
             devices: Vec::new(),
             key_names: Vec::new(),
-            key_by_name: FnvHashMap::default(),
+            key_by_name: WordHashMap::default(),
             key_pool: Vec::new(),
             pool_keys: HashMap::new(),
             slices_on_node: HashMap::new(),

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::AllocationResult;
 
-use crate::fnv::FnvHashMap;
+use crate::hashing::WordHashMap;
 use crate::index::{DeviceKey, Index};
 
 /// Devices already allocated to claims, shares of shared devices and their consumed capacity.
@@ -36,11 +36,11 @@ pub struct AllocatedState {
     pool_versions: Vec<u64>,
     /// Counters available per (node, pool index of the node) given the allocations above,
     /// with the pool version they were computed for.
-    counter_cache: Mutex<FnvHashMap<(u32, u32), VersionedCounters>>,
+    counter_cache: Mutex<WordHashMap<(u32, u32), VersionedCounters>>,
     /// Plain claims (by the hash of their fit key) that a node rejected before the search,
     /// with the full key and the node's allocation version at the time: while the version is
     /// unchanged, so is the answer.
-    rejections: Mutex<FnvHashMap<(u64, u32), Rejection>>,
+    rejections: Mutex<WordHashMap<(u64, u32), Rejection>>,
 }
 
 /// A remembered rejection: the claims' full fit key and the node version it held for.
