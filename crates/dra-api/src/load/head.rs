@@ -7,16 +7,19 @@
 //! `apiVersion` and `kind`. That avoids building (and freeing) a `Value` tree per
 //! object, which dominated the time and transient memory of large inputs. Anything the
 //! direct route cannot decode goes the generic way, so answers and messages do not change.
+//! For a ResourceSlice it also finds the text of its `metadata` on the way, which spares a
+//! deferred slice (kept as text with only its metadata decoded) a pass of its own.
 
 use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 
 /// What dispatch needs from a document, with `Value` semantics: a later duplicate key
 /// replaces an earlier one, and a non-string `apiVersion`/`kind` counts as absent.
 #[derive(Debug, Default)]
-pub(crate) struct Head {
+pub(crate) struct Head<'a> {
     /// The document is a mapping (otherwise a list or a scalar).
     pub(crate) is_object: bool,
     pub(crate) api_version: Option<String>,
@@ -24,9 +27,25 @@ pub(crate) struct Head {
     /// A top-level array, or a mapping whose `items` is a list: documents whose entries
     /// need their own lines.
     pub(crate) has_items: bool,
+    /// The text of a ResourceSlice's `metadata` value, found in the same pass when
+    /// `apiVersion` and `kind` came before it (as in every object the API server writes) and
+    /// no later `metadata` key was skipped; `None` otherwise, and then [`MetadataOnly`] reads
+    /// the whole document. The loader keeps deferred slices as text with their metadata, and
+    /// reading a slice's text a second time only for it was a visible part of loading.
+    pub(crate) slice_metadata: Option<&'a str>,
 }
 
-impl<'de> Deserialize<'de> for Head {
+impl Head<'_> {
+    /// Whether `apiVersion` and `kind` read so far name a ResourceSlice.
+    fn names_a_slice(&self) -> bool {
+        use k8s_openapi::Resource;
+        use k8s_openapi::api::resource::v1::ResourceSlice;
+        self.api_version.as_deref() == Some(<ResourceSlice as Resource>::API_VERSION)
+            && self.kind.as_deref() == Some(<ResourceSlice as Resource>::KIND)
+    }
+}
+
+impl<'de> Deserialize<'de> for Head<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(HeadVisitor)
     }
@@ -70,19 +89,19 @@ macro_rules! plain_values_give {
 struct HeadVisitor;
 
 impl<'de> Visitor<'de> for HeadVisitor {
-    type Value = Head;
+    type Value = Head<'de>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON document")
     }
 
-    plain_values_give!(Head, Head::default());
+    plain_values_give!(Head<'de>, Head::default());
 
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Head, E> {
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Head<'de>, E> {
         Ok(Head::default())
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Head, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Head<'de>, A::Error> {
         ShapeVisitor::<false>.visit_seq(seq)?;
         Ok(Head {
             has_items: true,
@@ -90,7 +109,7 @@ impl<'de> Visitor<'de> for HeadVisitor {
         })
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Head, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Head<'de>, A::Error> {
         let mut head = Head {
             is_object: true,
             ..Head::default()
@@ -100,6 +119,18 @@ impl<'de> Visitor<'de> for HeadVisitor {
                 "apiVersion" => head.api_version = map.next_value::<StringOrSkip>()?.0,
                 "kind" => head.kind = map.next_value::<StringOrSkip>()?.0,
                 "items" => head.has_items = map.next_value::<Shape>()? == Shape::List,
+                "metadata" if head.names_a_slice() => {
+                    // A raw value is skipped more leniently than `Value` reads (it lets lone
+                    // surrogates and out-of-range numbers through); the value's own text is
+                    // read again the `Value` way, so what the head accepts does not change.
+                    let raw = map.next_value::<&'de RawValue>()?.get();
+                    serde_json::from_str::<Shape>(raw).map_err(de::Error::custom)?;
+                    head.slice_metadata = Some(raw);
+                }
+                "metadata" => {
+                    map.next_value::<Shape>()?;
+                    head.slice_metadata = None;
+                }
                 _ => {
                     map.next_value::<Shape>()?;
                 }
@@ -207,7 +238,9 @@ impl<'de> Visitor<'de> for MetadataOnlyVisitor {
 mod tests {
     use super::*;
 
-    fn head(text: &str) -> Head {
+    use serde_json::Value;
+
+    fn head(text: &str) -> Head<'_> {
         serde_json::from_str(text).unwrap()
     }
 
@@ -224,6 +257,35 @@ mod tests {
         assert!(!head(r#"{"items":{}}"#).has_items);
         assert!(head("[1]").has_items);
         assert!(!head("7").is_object);
+    }
+
+    #[test]
+    fn finds_slice_metadata_read_after_the_kind() {
+        let slice = r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","#;
+        let text = format!(r#"{slice}"metadata": {{"name":"a"}} ,"spec":{{}}}}"#);
+        assert_eq!(head(&text).slice_metadata, Some(r#"{"name":"a"}"#));
+        // a later metadata replaces an earlier one
+        let text = format!(r#"{slice}"metadata":{{"name":"a"}},"metadata":null}}"#);
+        assert_eq!(head(&text).slice_metadata, Some("null"));
+        // not found: metadata before the kind, another kind, a later one skipped
+        let late =
+            r#"{"metadata":{"name":"a"},"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice"}"#;
+        assert_eq!(head(late).slice_metadata, None);
+        let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a"}}"#;
+        assert_eq!(head(pod).slice_metadata, None);
+        let skipped = format!(
+            r#"{slice}"metadata":{{"name":"a"}},"kind":"Pod","metadata":{{"name":"b"}},"kind":"ResourceSlice"}}"#
+        );
+        assert_eq!(head(&skipped).slice_metadata, None);
+        // a metadata that does not decode is still found (its decoding is the loader's)
+        let text = format!(r#"{slice}"metadata":{{"name":7}}}}"#);
+        assert_eq!(head(&text).slice_metadata, Some(r#"{"name":7}"#));
+        // what a Value rejects is rejected inside a slice's metadata too
+        for bad in [r#""\ud800""#, "1e999"] {
+            let text = format!(r#"{slice}"metadata":{{"name":{bad}}}}}"#);
+            assert!(serde_json::from_str::<Value>(&text).is_err(), "{bad}");
+            assert!(serde_json::from_str::<Head>(&text).is_err(), "{bad}");
+        }
     }
 
     #[test]

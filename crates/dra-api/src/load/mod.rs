@@ -704,7 +704,7 @@ fn json_direct(
 /// A ResourceSlice (of the current version) kept as its text, with its metadata decoded;
 /// `None` when the metadata does not decode (the document then takes the usual route, which
 /// reports it). ResourceSlices have no API-server defaults, so the text is all there is.
-fn deferred_slice(head: &Head, text: &str) -> Option<SliceJson> {
+fn deferred_slice(head: &Head<'_>, text: &str) -> Option<SliceJson> {
     let info = AnyObject::slice_info();
     if !head.is_object
         || head.api_version.as_deref() != Some(info.api_version)
@@ -712,7 +712,13 @@ fn deferred_slice(head: &Head, text: &str) -> Option<SliceJson> {
     {
         return None;
     }
-    let MetadataOnly(metadata) = serde_json::from_str(text).ok()?;
+    let metadata = match head.slice_metadata {
+        Some(found) => serde_json::from_str::<
+            Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+        >(found)
+        .ok()?,
+        None => serde_json::from_str::<MetadataOnly>(text).ok()?.0,
+    };
     Some(SliceJson {
         metadata: metadata.unwrap_or_default(),
         text: text.into(),
@@ -722,7 +728,7 @@ fn deferred_slice(head: &Head, text: &str) -> Option<SliceJson> {
 /// A plain object of a loaded kind decoded straight from its text, defaults applied;
 /// `None` for anything [`DocContext::object`] has to look at (lists, missing or old
 /// versions, unknown kinds, type errors).
-fn direct_object(head: &Head, text: &str) -> Option<AnyObject> {
+fn direct_object(head: &Head<'_>, text: &str) -> Option<AnyObject> {
     let (Some(api_version), Some(kind)) = (head.api_version.as_deref(), head.kind.as_deref())
     else {
         return None;
