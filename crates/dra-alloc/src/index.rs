@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use dra_types::Quantity;
+use dra_types::{Quantity, QuantityError};
 use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{
     DeviceAttribute, DeviceClass, DeviceClassConfiguration, DeviceTaint, DeviceTaintRule,
@@ -98,10 +98,13 @@ impl AttrValue {
     }
 }
 
-/// Shares equal strings while an index is built.
+/// Shares equal strings, and parses each distinct quantity text once, while an index is
+/// built: a fleet's devices repeat the same few capacities ("80Gi"), and a quantity's parse
+/// (Go's canonical form included, in 128-bit arithmetic) cost more than the rest of its device.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
     strings: WordHashMap<Arc<str>, ()>,
+    quantities: WordHashMap<Box<str>, Quantity>,
 }
 
 impl Interner {
@@ -112,6 +115,16 @@ impl Interner {
         let shared: Arc<str> = text.into();
         self.strings.insert(shared.clone(), ());
         shared
+    }
+
+    /// [`Quantity::parse`], remembered for texts that parse.
+    pub(crate) fn quantity(&mut self, text: &str) -> Result<Quantity, QuantityError> {
+        if let Some(parsed) = self.quantities.get(text) {
+            return Ok(parsed.clone());
+        }
+        let parsed = Quantity::parse(text)?;
+        self.quantities.insert(text.into(), parsed.clone());
+        Ok(parsed)
     }
 }
 
@@ -380,11 +393,12 @@ pub struct Index {
 }
 
 fn parse_quantity(
+    strings: &mut Interner,
     slice: &str,
     field: impl FnOnce() -> String,
     q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity,
 ) -> Result<Quantity, IndexError> {
-    Quantity::parse(&q.0).map_err(|e| IndexError {
+    strings.quantity(&q.0).map_err(|e| IndexError {
         slice: slice.to_string(),
         field: field(),
         message: e.to_string(),
@@ -525,7 +539,7 @@ pub(crate) fn prepare_slice(
     let before = devices.len();
     let spec = &slice.spec;
     let slice_name = slice.metadata.name.clone().unwrap_or_default();
-    let entry = slice_entry(slice_name, spec)?;
+    let entry = slice_entry(slice_name, spec, strings)?;
     for (d, device) in spec.devices.iter().flatten().enumerate() {
         // Both maps come sorted from the BTreeMaps of the wire type.
         let attributes = device
@@ -549,6 +563,7 @@ pub(crate) fn prepare_slice(
 pub(crate) fn slice_entry(
     slice_name: String,
     spec: &k8s_openapi::api::resource::v1::ResourceSliceSpec,
+    strings: &mut Interner,
 ) -> Result<SliceEntry, IndexError> {
     let node_name = spec.node_name.clone().unwrap_or_default();
     let selection = if !node_name.is_empty() {
@@ -567,6 +582,7 @@ pub(crate) fn slice_entry(
         let mut counters = BTreeMap::new();
         for (name, counter) in &set.counters {
             let value = parse_quantity(
+                strings,
                 &slice_name,
                 || format!("spec.sharedCounters[{i}].counters[{name:?}].value"),
                 &counter.value,
@@ -621,14 +637,16 @@ pub(crate) fn device_entry(
     let mut capacity = Vec::with_capacity(device.capacity.as_ref().map_or(0, |c| c.len()));
     for (name, cap) in device.capacity.iter().flatten() {
         let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
-        let value = parse_quantity(slice_name, || field(".value"), &cap.value)?;
+        let value = parse_quantity(strings, slice_name, || field(".value"), &cap.value)?;
         let policy = match &cap.request_policy {
             None => None,
             Some(policy) => Some(RequestPolicy {
                 default: policy
                     .default
                     .as_ref()
-                    .map(|q| parse_quantity(slice_name, || field(".requestPolicy.default"), q))
+                    .map(|q| {
+                        parse_quantity(strings, slice_name, || field(".requestPolicy.default"), q)
+                    })
                     .transpose()?,
                 valid_values: policy
                     .valid_values
@@ -638,6 +656,7 @@ pub(crate) fn device_entry(
                             .iter()
                             .map(|q| {
                                 parse_quantity(
+                                    strings,
                                     slice_name,
                                     || field(".requestPolicy.validValues"),
                                     q,
@@ -650,6 +669,7 @@ pub(crate) fn device_entry(
                     None => None,
                     Some(range) => Some(ValidRange {
                         min: parse_quantity(
+                            strings,
                             slice_name,
                             || field(".requestPolicy.validRange.min"),
                             &range.min,
@@ -659,6 +679,7 @@ pub(crate) fn device_entry(
                             .as_ref()
                             .map(|q| {
                                 parse_quantity(
+                                    strings,
                                     slice_name,
                                     || field(".requestPolicy.validRange.max"),
                                     q,
@@ -670,6 +691,7 @@ pub(crate) fn device_entry(
                             .as_ref()
                             .map(|q| {
                                 parse_quantity(
+                                    strings,
                                     slice_name,
                                     || field(".requestPolicy.validRange.step"),
                                     q,
@@ -687,6 +709,7 @@ pub(crate) fn device_entry(
         let mut counters = Vec::new();
         for (name, counter) in &consumption.counters {
             let value = parse_quantity(
+                strings,
                 slice_name,
                 || format!("spec.devices[{d}].consumesCounters[{c}].counters[{name:?}].value"),
                 &counter.value,

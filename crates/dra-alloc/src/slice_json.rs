@@ -71,7 +71,7 @@ fn prepare_direct(
         .ok()?;
     deserializer.end().ok()?;
     let name = metadata.and_then(|m| m.name).unwrap_or_default();
-    let entry = slice_entry(name, &spec.unwrap_or_default()).ok()?;
+    let entry = slice_entry(name, &spec.unwrap_or_default(), strings).ok()?;
     // Rules select by driver and pool, which may come after the devices in the text.
     for device in &mut devices[before..] {
         add_rule_taints(device, taint_rules, &entry.driver, &entry.pool);

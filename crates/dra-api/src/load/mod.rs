@@ -30,7 +30,7 @@ use crate::diagnostic::Diagnostic;
 use crate::source::{Located, ObjectRef, Source};
 use document::{DocRoot, LineTree, Step};
 use head::{Head, MetadataOnly};
-use split::{Chunk, split_documents, split_json_stream};
+use split::{Chunk, count_newlines, split_documents, split_json_stream};
 
 /// How to load. `Default` suits command-line use.
 #[derive(Clone, Debug)]
@@ -600,10 +600,7 @@ impl StreamLines {
     fn next_value(&mut self, text: &str, position: usize) -> (usize, usize) {
         let rest = &text[position..];
         let value_start = position + (rest.len() - rest.trim_start().len());
-        self.line += text.as_bytes()[self.counted_to..value_start]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count();
+        self.line += count_newlines(&text.as_bytes()[self.counted_to..value_start]);
         self.counted_to = value_start;
         (value_start, self.line)
     }
