@@ -938,19 +938,22 @@ fn canonical(nanos: i128, format: Format) -> String {
     if nanos == 0 {
         return "0".to_string();
     }
+    // On the magnitude, by 32-bit limbs ([`div_rem_small`]): i128 division is a library call
+    // per step, and this runs for every quantity parsed and printed.
+    let sign = if nanos < 0 { "-" } else { "" };
+    let magnitude = nanos.unsigned_abs();
+    let (units, fraction) = div_rem_small(magnitude, 1_000_000_000);
     let mut format = format;
-    if format == Format::BinarySI
-        && (nanos.abs() < 1024 * NANOS_PER_UNIT || nanos % NANOS_PER_UNIT != 0)
-    {
+    if format == Format::BinarySI && (units < 1024 || fraction != 0) {
         // Small values and fractions are shown in decimal (Go: "avoids rounding").
         format = Format::DecimalSI;
     }
     match format {
         Format::BinarySI => {
-            let mut mantissa = nanos / NANOS_PER_UNIT;
+            let mut mantissa = units;
             let mut times = 0;
-            while mantissa.abs() >= 1024 && mantissa % 1024 == 0 {
-                mantissa /= 1024;
+            while mantissa >= 1024 && mantissa % 1024 == 0 {
+                mantissa >>= 10;
                 times += 1;
             }
             // Go has no suffix for 1024^0 in the binary table, nor above Ei: it
@@ -964,13 +967,20 @@ fn canonical(nanos: i128, format: Format) -> String {
                 6 => "Ei",
                 _ => "",
             };
-            format!("{mantissa}{suffix}")
+            format!("{sign}{mantissa}{suffix}")
         }
         Format::DecimalSI | Format::DecimalExponent => {
-            let mut mantissa = nanos;
-            let mut exponent: i32 = -9;
-            while mantissa % 10 == 0 {
-                mantissa /= 10;
+            let (mut mantissa, mut exponent) = if fraction == 0 {
+                (units, 0)
+            } else {
+                (magnitude, -9)
+            };
+            loop {
+                let (quotient, remainder) = div_rem_small(mantissa, 10);
+                if remainder != 0 {
+                    break;
+                }
+                mantissa = quotient;
                 exponent += 1;
             }
             // Lower the exponent to a multiple of three.
@@ -980,9 +990,9 @@ fn canonical(nanos: i128, format: Format) -> String {
             }
             if format == Format::DecimalExponent {
                 if exponent == 0 {
-                    mantissa.to_string()
+                    format!("{sign}{mantissa}")
                 } else {
-                    format!("{mantissa}e{exponent}")
+                    format!("{sign}{mantissa}e{exponent}")
                 }
             } else {
                 // Go has no suffix above E (10^18) and prints none (a Go bug kept on
@@ -999,10 +1009,26 @@ fn canonical(nanos: i128, format: Format) -> String {
                     18 => "E",
                     _ => "",
                 };
-                format!("{mantissa}{suffix}")
+                format!("{sign}{mantissa}{suffix}")
             }
         }
     }
+}
+
+/// `n / divisor` and `n % divisor` by 32-bit limbs, each step a 64-bit division that the
+/// compiler turns into a multiplication when the divisor is a constant.
+#[inline]
+fn div_rem_small(n: u128, divisor: u32) -> (u128, u32) {
+    let divisor = u64::from(divisor);
+    let mut quotient = 0u128;
+    let mut remainder = 0u64;
+    for shift in [96, 64, 32, 0] {
+        // `remainder < divisor < 2³²`, so `current / divisor` fits in 32 bits.
+        let current = (remainder << 32) | ((n >> shift) as u32 as u64);
+        quotient |= u128::from(current / divisor) << shift;
+        remainder = current % divisor;
+    }
+    (quotient, remainder as u32)
 }
 
 #[cfg(test)]

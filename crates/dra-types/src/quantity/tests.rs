@@ -587,3 +587,78 @@ proptest! {
         }
     }
 }
+
+/// `canonical` in plain i128 arithmetic, as it was written before it moved to 32-bit limbs:
+/// the oracle for the faster one.
+fn canonical_by_i128(nanos: i128, format: Format) -> String {
+    if nanos == 0 {
+        return "0".to_string();
+    }
+    let binary = format == Format::BinarySI
+        && !(nanos.abs() < 1024 * NANOS_PER_UNIT || nanos % NANOS_PER_UNIT != 0);
+    if binary {
+        let (mut mantissa, mut times) = (nanos / NANOS_PER_UNIT, 0usize);
+        while mantissa.abs() >= 1024 && mantissa % 1024 == 0 {
+            mantissa /= 1024;
+            times += 1;
+        }
+        let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"]
+            .get(times)
+            .unwrap_or(&"");
+        return format!("{mantissa}{suffix}");
+    }
+    let (mut mantissa, mut exponent) = (nanos, -9i32);
+    while mantissa % 10 == 0 {
+        mantissa /= 10;
+        exponent += 1;
+    }
+    while exponent % 3 != 0 {
+        mantissa *= 10;
+        exponent -= 1;
+    }
+    if format == Format::DecimalExponent {
+        return if exponent == 0 {
+            mantissa.to_string()
+        } else {
+            format!("{mantissa}e{exponent}")
+        };
+    }
+    let suffixes = ["n", "u", "m", "", "k", "M", "G", "T", "P", "E"];
+    let suffix = usize::try_from((exponent + 9) / 3)
+        .ok()
+        .and_then(|i| suffixes.get(i))
+        .unwrap_or(&"");
+    format!("{mantissa}{suffix}")
+}
+
+#[test]
+fn div_rem_small_divides_across_limbs() {
+    for n in [
+        0u128,
+        1,
+        999_999_999,
+        1_000_000_000,
+        u128::from(u64::MAX) * 3 + 7,
+        u128::MAX,
+    ] {
+        for d in [1u32, 7, 10, 1024, 1_000_000_000, u32::MAX] {
+            let (q, r) = div_rem_small(n, d);
+            assert_eq!((q, u128::from(r)), (n / u128::from(d), n % u128::from(d)));
+        }
+    }
+}
+
+proptest! {
+    #[test]
+    fn canonical_matches_plain_i128_arithmetic(
+        nanos in prop_oneof![
+            any::<i64>().prop_map(i128::from),
+            (any::<i64>(), 0u32..4).prop_map(|(v, k)| i128::from(v) * POW10_I128[9 + 3 * k as usize]),
+            (-1_000_000i128..1_000_000, 0u32..7).prop_map(|(v, k)| (v * NANOS_PER_UNIT) << (10 * k)),
+            (-(1i128 << 100))..(1i128 << 100),
+        ],
+        format in any_format(),
+    ) {
+        prop_assert_eq!(canonical(nanos, format), canonical_by_i128(nanos, format));
+    }
+}
