@@ -25,10 +25,64 @@ pub struct ClaimStore {
     /// Boxed: a claim is several hundred bytes, and a B-tree node holds room for eleven
     /// values; claims created in name order leave nodes half full and move whole values at
     /// every split.
-    claims: BTreeMap<(String, String), Box<ResourceClaim>>,
+    claims: ClaimMap,
     templates: BTreeMap<(String, String), ResourceClaimTemplate>,
     /// Names of claims created from templates, in creation order.
     generated: Vec<(String, String)>,
+}
+
+/// Claims by namespace, then name: the order of a map keyed by the pair, looked up with
+/// borrowed names (a key of two `String`s had to be built, two allocations, for every
+/// lookup of the reference loop).
+#[derive(Debug, Clone, Default)]
+struct ClaimMap(BTreeMap<String, BTreeMap<String, Box<ResourceClaim>>>);
+
+impl ClaimMap {
+    fn get(&self, namespace: &str, name: &str) -> Option<&ResourceClaim> {
+        self.0.get(namespace)?.get(name).map(|claim| &**claim)
+    }
+
+    fn get_mut(&mut self, namespace: &str, name: &str) -> Option<&mut ResourceClaim> {
+        self.0
+            .get_mut(namespace)?
+            .get_mut(name)
+            .map(|claim| &mut **claim)
+    }
+
+    fn contains(&self, namespace: &str, name: &str) -> bool {
+        self.get(namespace, name).is_some()
+    }
+
+    /// Adds or replaces a claim; true when it is new.
+    fn insert(&mut self, (namespace, name): (String, String), claim: ResourceClaim) -> bool {
+        self.0
+            .entry(namespace)
+            .or_default()
+            .insert(name, Box::new(claim))
+            .is_none()
+    }
+
+    fn remove(&mut self, namespace: &str, name: &str) -> Option<ResourceClaim> {
+        let names = self.0.get_mut(namespace)?;
+        let claim = names.remove(name)?;
+        if names.is_empty() {
+            self.0.remove(namespace);
+        }
+        Some(*claim)
+    }
+
+    /// In (namespace, name) order.
+    fn values(&self) -> impl Iterator<Item = &ResourceClaim> {
+        self.0
+            .values()
+            .flat_map(|names| names.values().map(|claim| &**claim))
+    }
+
+    fn into_values(self) -> impl Iterator<Item = ResourceClaim> {
+        self.0
+            .into_values()
+            .flat_map(|names| names.into_values().map(|claim| *claim))
+    }
 }
 
 fn namespace_of(meta: &ObjectMeta) -> String {
@@ -45,10 +99,9 @@ impl ClaimStore {
                 namespace_of(&claim.metadata),
                 claim.metadata.name.clone().unwrap_or_default(),
             );
-            store
-                .claims
-                .entry(key)
-                .or_insert_with(|| Box::new((*claim).clone()));
+            if !store.claims.contains(&key.0, &key.1) {
+                store.claims.insert(key, (*claim).clone());
+            }
         }
         for template in &input.templates {
             let key = (
@@ -69,38 +122,33 @@ impl ClaimStore {
             c.status
                 .as_ref()
                 .and_then(|s| s.allocation.as_ref())
-                .map(|a| (&**c, a))
+                .map(|a| (c, a))
         })
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<&ResourceClaim> {
-        self.claims
-            .get(&(namespace.to_string(), name.to_string()))
-            .map(|claim| &**claim)
+        self.claims.get(namespace, name)
     }
 
     /// Claims created from templates so far, in creation order.
     pub fn generated(&self) -> impl Iterator<Item = &ResourceClaim> {
         self.generated
             .iter()
-            .filter_map(|k| self.claims.get(k).map(|claim| &**claim))
+            .filter_map(|(namespace, name)| self.claims.get(namespace, name))
     }
 
     /// Every claim in (namespace, name) order.
     pub fn all(&self) -> impl Iterator<Item = &ResourceClaim> {
-        self.claims.values().map(|claim| &**claim)
+        self.claims.values()
     }
 
     /// Every claim in (namespace, name) order, taken out of the store.
     pub fn into_all(self) -> Vec<ResourceClaim> {
-        self.claims.into_values().map(|claim| *claim).collect()
+        self.claims.into_values().collect()
     }
 
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {
-        if let Some(claim) = self
-            .claims
-            .get_mut(&(namespace.to_string(), name.to_string()))
-        {
+        if let Some(claim) = self.claims.get_mut(namespace, name) {
             claim
                 .status
                 .get_or_insert_with(ResourceClaimStatus::default)
@@ -135,7 +183,7 @@ impl ClaimStore {
         {
             owner.uid = uid.to_string();
         }
-        self.claims.insert(key.clone(), Box::new(claim));
+        self.claims.insert(key.clone(), claim);
         self.generated.push(key);
         true
     }
@@ -154,10 +202,7 @@ impl ClaimStore {
             .unwrap_or_default()
         {
             let name = if let Some(claim_name) = &entry.resource_claim_name {
-                if !self
-                    .claims
-                    .contains_key(&(namespace.clone(), claim_name.clone()))
-                {
+                if !self.claims.contains(&namespace, claim_name) {
                     return Err(PodClaimError(format!(
                         "resourceclaim \"{claim_name}\" not found"
                     )));
@@ -166,7 +211,7 @@ impl ClaimStore {
             } else if let Some(template_name) = &entry.resource_claim_template_name {
                 let generated = format!("{pod_name}-{}", entry.name);
                 let key = (namespace.clone(), generated.clone());
-                if !self.claims.contains_key(&key)
+                if !self.claims.contains(&key.0, &key.1)
                     && !self.create_from_template(key, template_name, pod, &entry.name, None)
                 {
                     return Err(PodClaimError(format!(
@@ -281,12 +326,12 @@ impl ClaimStore {
                     None => {
                         let generated = format!("{pod_name}-{}", entry.name);
                         let key = (namespace.clone(), generated.clone());
-                        if !self.claims.contains_key(&key)
+                        if !self.claims.contains(&key.0, &key.1)
                             && templates == TemplateClaims::ExistingOnly
                         {
                             continue;
                         }
-                        if !self.claims.contains_key(&key)
+                        if !self.claims.contains(&key.0, &key.1)
                             && !self.create_from_template(
                                 key,
                                 template_name,
@@ -308,7 +353,7 @@ impl ClaimStore {
                     entry.name
                 )));
             };
-            let Some(claim) = self.claims.get(&(namespace.clone(), claim_name.clone())) else {
+            let Some(claim) = self.claims.get(&namespace, &claim_name) else {
                 return Err(PodClaimError(format!(
                     "resourceclaim.resource.k8s.io \"{claim_name}\" not found"
                 )));
@@ -340,24 +385,22 @@ impl ClaimStore {
             namespace_of(&claim.metadata),
             claim.metadata.name.clone().unwrap_or_default(),
         );
-        if self.claims.insert(key.clone(), Box::new(claim)).is_none() {
+        if self.claims.insert(key.clone(), claim) {
             self.generated.push(key);
         }
     }
 
     /// Removes a claim (deleted with its pod); returns it.
     pub fn remove(&mut self, namespace: &str, name: &str) -> Option<ResourceClaim> {
-        let key = (namespace.to_string(), name.to_string());
-        self.generated.retain(|k| *k != key);
-        self.claims.remove(&key).map(|claim| *claim)
+        self.generated
+            .retain(|(n, c)| (n.as_str(), c.as_str()) != (namespace, name));
+        self.claims.remove(namespace, name)
     }
 
     /// Clears a claim's allocation (the resourceclaim controller deallocates a claim nobody
     /// reserves any more); returns the old allocation.
     pub fn clear_allocation(&mut self, namespace: &str, name: &str) -> Option<AllocationResult> {
-        let claim = self
-            .claims
-            .get_mut(&(namespace.to_string(), name.to_string()))?;
+        let claim = self.claims.get_mut(namespace, name)?;
         let status = claim.status.as_mut()?;
         status.devices = None;
         status.allocation.take()
@@ -373,10 +416,7 @@ impl ClaimStore {
 
     /// Adds a pod to `status.reservedFor` unless it is there already.
     pub fn reserve(&mut self, namespace: &str, name: &str, pod_name: &str, pod_uid: &str) {
-        let Some(claim) = self
-            .claims
-            .get_mut(&(namespace.to_string(), name.to_string()))
-        else {
+        let Some(claim) = self.claims.get_mut(namespace, name) else {
             return;
         };
         let list = claim
@@ -403,10 +443,7 @@ impl ClaimStore {
         pod_name: &str,
         pod_uid: &str,
     ) -> usize {
-        let Some(claim) = self
-            .claims
-            .get_mut(&(namespace.to_string(), name.to_string()))
-        else {
+        let Some(claim) = self.claims.get_mut(namespace, name) else {
             return 0;
         };
         let Some(list) = claim.status.as_mut().and_then(|s| s.reserved_for.as_mut()) else {
