@@ -105,6 +105,7 @@ impl AttrValue {
 pub(crate) struct Interner {
     strings: WordHashMap<Arc<str>, ()>,
     quantities: WordHashMap<Box<str>, Quantity>,
+    versions: WordHashMap<Box<str>, bool>,
 }
 
 impl Interner {
@@ -117,6 +118,17 @@ impl Interner {
         shared
     }
 
+    /// [`dra_cel::version_converts`], remembered: the devices of a fleet share a few driver
+    /// and CUDA versions.
+    pub(crate) fn version_converts(&mut self, text: &str) -> bool {
+        if let Some(converts) = self.versions.get(text) {
+            return *converts;
+        }
+        let converts = dra_cel::version_converts(text);
+        self.versions.insert(text.into(), converts);
+        converts
+    }
+
     /// [`Quantity::parse`], remembered for texts that parse.
     pub(crate) fn quantity(&mut self, text: &str) -> Result<Quantity, QuantityError> {
         if let Some(parsed) = self.quantities.get(text) {
@@ -126,6 +138,19 @@ impl Interner {
         self.quantities.insert(text.into(), parsed.clone());
         Ok(parsed)
     }
+}
+
+/// Whether every attribute has a value and every version passes `version_converts`.
+fn attributes_convert(
+    attributes: &[(Arc<str>, AttrValue)],
+    mut version_converts: impl FnMut(&str) -> bool,
+) -> bool {
+    attributes.iter().all(|(_, value)| match value {
+        AttrValue::Unset => false,
+        AttrValue::Version(v) => version_converts(v),
+        AttrValue::VersionList(list) => list.iter().all(|v| version_converts(v)),
+        _ => true,
+    })
 }
 
 /// A capacity of a device with its request policy, parsed.
@@ -226,15 +251,12 @@ impl DeviceEntry {
     /// Whether the device's CEL view converts without error, the condition for answering a
     /// selector by its [`dra_cel::Shortcut`]: every attribute has a value and every version is
     /// one [`dra_cel::version_converts`] accepts (otherwise every evaluation on the device fails).
+    /// Decided when the index is built ([`Interner::version_converts`] parses each distinct
+    /// version once).
     pub fn cel_converts(&self) -> bool {
-        *self.cel_converts.get_or_init(|| {
-            self.attributes.iter().all(|(_, value)| match value {
-                AttrValue::Unset => false,
-                AttrValue::Version(v) => dra_cel::version_converts(v),
-                AttrValue::VersionList(list) => list.iter().all(|v| dra_cel::version_converts(v)),
-                _ => true,
-            })
-        })
+        *self
+            .cel_converts
+            .get_or_init(|| attributes_convert(&self.attributes, dra_cel::version_converts))
     }
 
     /// The taints the slice gives the device (without those of DeviceTaintRules).
@@ -721,6 +743,7 @@ pub(crate) fn device_entry(
             counters,
         });
     }
+    let cel_converts = attributes_convert(&attributes, |v| strings.version_converts(v));
     let taints = device.taints.clone().unwrap_or_default();
     let slice_taint_count = u32::try_from(taints.len()).unwrap_or(u32::MAX);
     Ok(DeviceEntry {
@@ -743,7 +766,7 @@ pub(crate) fn device_entry(
         node_selector: device.node_selector.clone(),
         cel_input: OnceLock::new(),
         cel_input_asked: AtomicBool::new(false),
-        cel_converts: OnceLock::new(),
+        cel_converts: OnceLock::from(cel_converts),
     })
 }
 
