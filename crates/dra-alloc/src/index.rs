@@ -140,15 +140,13 @@ impl Interner {
     }
 }
 
-/// Whether every attribute has a value and every version passes `version_converts`.
-fn attributes_convert(
-    attributes: &[(Arc<str>, AttrValue)],
-    mut version_converts: impl FnMut(&str) -> bool,
-) -> bool {
+/// Whether every attribute has a value and every version is one
+/// [`dra_cel::version_converts`] accepts ([`DeviceEntry::cel_converts`]).
+fn attributes_convert(attributes: &[(Arc<str>, AttrValue)], strings: &mut Interner) -> bool {
     attributes.iter().all(|(_, value)| match value {
         AttrValue::Unset => false,
-        AttrValue::Version(v) => version_converts(v),
-        AttrValue::VersionList(list) => list.iter().all(|v| version_converts(v)),
+        AttrValue::Version(v) => strings.version_converts(v),
+        AttrValue::VersionList(list) => list.iter().all(|v| strings.version_converts(v)),
         _ => true,
     })
 }
@@ -214,7 +212,7 @@ pub struct DeviceEntry {
     /// Whether the CEL view was built once already.
     pub(crate) cel_input_asked: AtomicBool,
     /// Whether the CEL view converts without error ([`DeviceEntry::cel_converts`]).
-    cel_converts: OnceLock<bool>,
+    cel_converts: bool,
 }
 
 /// The CEL view of one device, kept in the index or built for one evaluation.
@@ -254,9 +252,7 @@ impl DeviceEntry {
     /// Decided when the index is built ([`Interner::version_converts`] parses each distinct
     /// version once).
     pub fn cel_converts(&self) -> bool {
-        *self
-            .cel_converts
-            .get_or_init(|| attributes_convert(&self.attributes, dra_cel::version_converts))
+        self.cel_converts
     }
 
     /// The taints the slice gives the device (without those of DeviceTaintRules).
@@ -743,7 +739,7 @@ pub(crate) fn device_entry(
             counters,
         });
     }
-    let cel_converts = attributes_convert(&attributes, |v| strings.version_converts(v));
+    let cel_converts = attributes_convert(&attributes, strings);
     let taints = device.taints.clone().unwrap_or_default();
     let slice_taint_count = u32::try_from(taints.len()).unwrap_or(u32::MAX);
     Ok(DeviceEntry {
@@ -766,7 +762,7 @@ pub(crate) fn device_entry(
         node_selector: device.node_selector.clone(),
         cel_input: OnceLock::new(),
         cel_input_asked: AtomicBool::new(false),
-        cel_converts: OnceLock::from(cel_converts),
+        cel_converts,
     })
 }
 

@@ -25,63 +25,69 @@ pub struct ClaimStore {
     /// Boxed: a claim is several hundred bytes, and a B-tree node holds room for eleven
     /// values; claims created in name order leave nodes half full and move whole values at
     /// every split.
-    claims: ClaimMap,
-    templates: BTreeMap<(String, String), ResourceClaimTemplate>,
+    claims: ByNamespace<Box<ResourceClaim>>,
+    templates: ByNamespace<ResourceClaimTemplate>,
     /// Names of claims created from templates, in creation order.
     generated: Vec<(String, String)>,
 }
 
-/// Claims by namespace, then name: the order of a map keyed by the pair, looked up with
+/// Objects by namespace, then name: the order of a map keyed by the pair, looked up with
 /// borrowed names (a key of two `String`s had to be built, two allocations, for every
 /// lookup of the reference loop).
-#[derive(Debug, Clone, Default)]
-struct ClaimMap(BTreeMap<String, BTreeMap<String, Box<ResourceClaim>>>);
+#[derive(Debug, Clone)]
+struct ByNamespace<V>(BTreeMap<String, BTreeMap<String, V>>);
 
-impl ClaimMap {
-    fn get(&self, namespace: &str, name: &str) -> Option<&ResourceClaim> {
-        self.0.get(namespace)?.get(name).map(|claim| &**claim)
+impl<V> Default for ByNamespace<V> {
+    fn default() -> Self {
+        ByNamespace(BTreeMap::new())
+    }
+}
+
+impl<V> ByNamespace<V> {
+    fn get(&self, namespace: &str, name: &str) -> Option<&V> {
+        self.0.get(namespace)?.get(name)
     }
 
-    fn get_mut(&mut self, namespace: &str, name: &str) -> Option<&mut ResourceClaim> {
-        self.0
-            .get_mut(namespace)?
-            .get_mut(name)
-            .map(|claim| &mut **claim)
+    fn get_mut(&mut self, namespace: &str, name: &str) -> Option<&mut V> {
+        self.0.get_mut(namespace)?.get_mut(name)
     }
 
     fn contains(&self, namespace: &str, name: &str) -> bool {
         self.get(namespace, name).is_some()
     }
 
-    /// Adds or replaces a claim; true when it is new.
-    fn insert(&mut self, (namespace, name): (String, String), claim: ResourceClaim) -> bool {
+    /// Adds or replaces a value; true when it is new.
+    fn insert(&mut self, (namespace, name): (String, String), value: V) -> bool {
         self.0
             .entry(namespace)
             .or_default()
-            .insert(name, Box::new(claim))
+            .insert(name, value)
             .is_none()
     }
 
-    fn remove(&mut self, namespace: &str, name: &str) -> Option<ResourceClaim> {
+    /// Adds a value unless one of the same name is there (the first of duplicates stays).
+    fn insert_first(&mut self, key: (String, String), value: impl FnOnce() -> V) {
+        if !self.contains(&key.0, &key.1) {
+            self.insert(key, value());
+        }
+    }
+
+    fn remove(&mut self, namespace: &str, name: &str) -> Option<V> {
         let names = self.0.get_mut(namespace)?;
-        let claim = names.remove(name)?;
+        let value = names.remove(name)?;
         if names.is_empty() {
             self.0.remove(namespace);
         }
-        Some(*claim)
+        Some(value)
     }
 
     /// In (namespace, name) order.
-    fn values(&self) -> impl Iterator<Item = &ResourceClaim> {
-        self.0
-            .values()
-            .flat_map(|names| names.values().map(|claim| &**claim))
+    fn values(&self) -> impl Iterator<Item = &V> {
+        self.0.values().flat_map(BTreeMap::values)
     }
 
-    fn into_values(self) -> impl Iterator<Item = ResourceClaim> {
-        self.0
-            .into_values()
-            .flat_map(|names| names.into_values().map(|claim| *claim))
+    fn into_values(self) -> impl Iterator<Item = V> {
+        self.0.into_values().flat_map(BTreeMap::into_values)
     }
 }
 
@@ -99,19 +105,16 @@ impl ClaimStore {
                 namespace_of(&claim.metadata),
                 claim.metadata.name.clone().unwrap_or_default(),
             );
-            if !store.claims.contains(&key.0, &key.1) {
-                store.claims.insert(key, (*claim).clone());
-            }
+            store
+                .claims
+                .insert_first(key, || Box::new((*claim).clone()));
         }
         for template in &input.templates {
             let key = (
                 namespace_of(&template.metadata),
                 template.metadata.name.clone().unwrap_or_default(),
             );
-            store
-                .templates
-                .entry(key)
-                .or_insert_with(|| (*template).clone());
+            store.templates.insert_first(key, || (*template).clone());
         }
         store
     }
@@ -122,29 +125,29 @@ impl ClaimStore {
             c.status
                 .as_ref()
                 .and_then(|s| s.allocation.as_ref())
-                .map(|a| (c, a))
+                .map(|a| (&**c, a))
         })
     }
 
     pub fn get(&self, namespace: &str, name: &str) -> Option<&ResourceClaim> {
-        self.claims.get(namespace, name)
+        self.claims.get(namespace, name).map(|claim| &**claim)
     }
 
     /// Claims created from templates so far, in creation order.
     pub fn generated(&self) -> impl Iterator<Item = &ResourceClaim> {
         self.generated
             .iter()
-            .filter_map(|(namespace, name)| self.claims.get(namespace, name))
+            .filter_map(|(namespace, name)| self.get(namespace, name))
     }
 
     /// Every claim in (namespace, name) order.
     pub fn all(&self) -> impl Iterator<Item = &ResourceClaim> {
-        self.claims.values()
+        self.claims.values().map(|claim| &**claim)
     }
 
     /// Every claim in (namespace, name) order, taken out of the store.
     pub fn into_all(self) -> Vec<ResourceClaim> {
-        self.claims.into_values().collect()
+        self.claims.into_values().map(|claim| *claim).collect()
     }
 
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {
@@ -167,10 +170,7 @@ impl ClaimStore {
         pod_claim_name: &str,
         owner_uid: Option<&str>,
     ) -> bool {
-        let Some(template) = self
-            .templates
-            .get(&(key.0.clone(), template_name.to_string()))
-        else {
+        let Some(template) = self.templates.get(&key.0, template_name) else {
             return false;
         };
         let mut claim = claim_from_template(template, pod, &key.1, pod_claim_name);
@@ -183,7 +183,7 @@ impl ClaimStore {
         {
             owner.uid = uid.to_string();
         }
-        self.claims.insert(key.clone(), claim);
+        self.claims.insert(key.clone(), Box::new(claim));
         self.generated.push(key);
         true
     }
@@ -353,7 +353,7 @@ impl ClaimStore {
                     entry.name
                 )));
             };
-            let Some(claim) = self.claims.get(&namespace, &claim_name) else {
+            let Some(claim) = self.get(&namespace, &claim_name) else {
                 return Err(PodClaimError(format!(
                     "resourceclaim.resource.k8s.io \"{claim_name}\" not found"
                 )));
@@ -385,7 +385,7 @@ impl ClaimStore {
             namespace_of(&claim.metadata),
             claim.metadata.name.clone().unwrap_or_default(),
         );
-        if self.claims.insert(key.clone(), claim) {
+        if self.claims.insert(key.clone(), Box::new(claim)) {
             self.generated.push(key);
         }
     }
@@ -394,7 +394,7 @@ impl ClaimStore {
     pub fn remove(&mut self, namespace: &str, name: &str) -> Option<ResourceClaim> {
         self.generated
             .retain(|(n, c)| (n.as_str(), c.as_str()) != (namespace, name));
-        self.claims.remove(namespace, name)
+        self.claims.remove(namespace, name).map(|claim| *claim)
     }
 
     /// Clears a claim's allocation (the resourceclaim controller deallocates a claim nobody

@@ -16,6 +16,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::cluster::AnyObject;
+
 /// What dispatch needs from a document, with `Value` semantics: a later duplicate key
 /// replaces an earlier one, and a non-string `apiVersion`/`kind` counts as absent.
 #[derive(Debug, Default)]
@@ -36,12 +38,12 @@ pub(crate) struct Head<'a> {
 }
 
 impl Head<'_> {
-    /// Whether `apiVersion` and `kind` read so far name a ResourceSlice.
-    fn names_a_slice(&self) -> bool {
-        use k8s_openapi::Resource;
-        use k8s_openapi::api::resource::v1::ResourceSlice;
-        self.api_version.as_deref() == Some(<ResourceSlice as Resource>::API_VERSION)
-            && self.kind.as_deref() == Some(<ResourceSlice as Resource>::KIND)
+    /// Whether `apiVersion` and `kind` read so far name a ResourceSlice (of the current
+    /// version).
+    pub(crate) fn names_a_slice(&self) -> bool {
+        let info = AnyObject::slice_info();
+        self.api_version.as_deref() == Some(info.api_version)
+            && self.kind.as_deref() == Some(info.kind)
     }
 }
 

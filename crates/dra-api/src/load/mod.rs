@@ -19,6 +19,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
 
@@ -702,18 +703,11 @@ fn json_direct(
 /// `None` when the metadata does not decode (the document then takes the usual route, which
 /// reports it). ResourceSlices have no API-server defaults, so the text is all there is.
 fn deferred_slice(head: &Head<'_>, text: &str) -> Option<SliceJson> {
-    let info = AnyObject::slice_info();
-    if !head.is_object
-        || head.api_version.as_deref() != Some(info.api_version)
-        || head.kind.as_deref() != Some(info.kind)
-    {
+    if !head.is_object || !head.names_a_slice() {
         return None;
     }
     let metadata = match head.slice_metadata {
-        Some(found) => serde_json::from_str::<
-            Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
-        >(found)
-        .ok()?,
+        Some(found) => serde_json::from_str::<Option<ObjectMeta>>(found).ok()?,
         None => serde_json::from_str::<MetadataOnly>(text).ok()?.0,
     };
     Some(SliceJson {
