@@ -20,7 +20,7 @@ use crate::cluster::AnyObject;
 
 /// What dispatch needs from a document, with `Value` semantics: a later duplicate key
 /// replaces an earlier one, and a non-string `apiVersion`/`kind` counts as absent.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct Head<'a> {
     /// The document is a mapping (otherwise a list or a scalar).
     pub(crate) is_object: bool,

@@ -10,6 +10,7 @@
 
 mod document;
 mod head;
+mod scan;
 mod split;
 
 use std::collections::HashMap;
@@ -31,6 +32,7 @@ use crate::diagnostic::Diagnostic;
 use crate::source::{Located, ObjectRef, Source};
 use document::{DocRoot, LineTree, Step};
 use head::{Head, MetadataOnly};
+use scan::scan_object;
 use split::{Chunk, count_newlines, split_documents, split_json_stream};
 
 /// How to load. `Default` suits command-line use.
@@ -647,20 +649,38 @@ fn json_direct(
     lines: &OnceLock<Option<Vec<LineTree>>>,
 ) -> Option<ChunkOutput> {
     let text = chunk.text;
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Head>();
     let mut output = ChunkOutput::default();
     let mut stream_lines = StreamLines::default();
+    let mut position = 0;
     for doc_index in 0.. {
-        let (value_start, line) = stream_lines.next_value(text, stream.byte_offset());
-        let head = match stream.next() {
-            None => break,
-            Some(Ok(head)) => head,
-            Some(Err(_)) => return None,
+        let (value_start, line) = stream_lines.next_value(text, position);
+        // Only JSON's white space may separate values (the line count skips any).
+        if !text.as_bytes()[position..value_start]
+            .iter()
+            .all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
+        {
+            return None;
+        }
+        let rest = &text[value_start..];
+        if rest.is_empty() {
+            break;
+        }
+        let (head, length) = match scan_object(rest) {
+            Some(scanned) => scanned,
+            // Outside what the scanner reads: serde decides, as a stream would.
+            None => {
+                let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Head>();
+                match stream.next() {
+                    Some(Ok(head)) => (head, stream.byte_offset()),
+                    _ => return None,
+                }
+            }
         };
         if head.has_items {
             return None;
         }
-        let doc_text = &text[value_start..stream.byte_offset()];
+        position = value_start + length;
+        let doc_text = &text[value_start..position];
         let ctx = DocContext {
             file,
             chunk,
