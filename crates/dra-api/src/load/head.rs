@@ -1,10 +1,12 @@
 //! A first look at a JSON document without building its data.
 //!
-//! The JSON path of the loader reads each document twice: once with [`Head`], which
+//! The JSON path of the loader reads each document twice: once for its head, and then
+//! straight into its type. The head comes from the byte scanner of [`super::scan`] where
+//! the document is within the subset it reads, and otherwise from [`Head`], which
 //! accepts exactly what a `serde_json::Value` accepts (same grammar, same nesting limit,
 //! because it asks the deserializer for every node the way `Value` does) but keeps only
-//! what dispatch needs, and then straight into the k8s-openapi type named by its
-//! `apiVersion` and `kind`. That avoids building (and freeing) a `Value` tree per
+//! what dispatch needs; the type is the k8s-openapi one named by its `apiVersion` and
+//! `kind`. That avoids building (and freeing) a `Value` tree per
 //! object, which dominated the time and transient memory of large inputs. Anything the
 //! direct route cannot decode goes the generic way, so answers and messages do not change.
 //! For a ResourceSlice it also finds the text of its `metadata` on the way, which spares a

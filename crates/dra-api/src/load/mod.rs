@@ -32,7 +32,7 @@ use crate::diagnostic::Diagnostic;
 use crate::source::{Located, ObjectRef, Source};
 use document::{DocRoot, LineTree, Step};
 use head::{Head, MetadataOnly};
-use scan::scan_object;
+use scan::{is_json_whitespace, scan_object};
 use split::{Chunk, count_newlines, split_documents, split_json_stream};
 
 /// How to load. `Default` suits command-line use.
@@ -601,8 +601,13 @@ impl StreamLines {
     /// The byte offset and 1-based line where the next value starts, given the stream's
     /// position after the previous one.
     fn next_value(&mut self, text: &str, position: usize) -> (usize, usize) {
-        let rest = &text[position..];
-        let value_start = position + (rest.len() - rest.trim_start().len());
+        // JSON's white space only: a value may not follow anything else, and what does not
+        // skip here is then the stream's error to report (or the direct route's to give up on).
+        let skipped = text.as_bytes()[position..]
+            .iter()
+            .take_while(|&&b| is_json_whitespace(b))
+            .count();
+        let value_start = position + skipped;
         self.line += count_newlines(&text.as_bytes()[self.counted_to..value_start]);
         self.counted_to = value_start;
         (value_start, self.line)
@@ -654,13 +659,6 @@ fn json_direct(
     let mut position = 0;
     for doc_index in 0.. {
         let (value_start, line) = stream_lines.next_value(text, position);
-        // Only JSON's white space may separate values (the line count skips any).
-        if !text.as_bytes()[position..value_start]
-            .iter()
-            .all(|b| matches!(b, b' ' | b'\n' | b'\t' | b'\r'))
-        {
-            return None;
-        }
         let rest = &text[value_start..];
         if rest.is_empty() {
             break;

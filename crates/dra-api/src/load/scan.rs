@@ -17,6 +17,8 @@
 //! answer is the serde head's and the document ends at the same byte (the tests compare the
 //! two on generated and mutated documents).
 
+use std::ops::Range;
+
 use super::head::Head;
 
 /// Deepest nesting the scanner follows; deeper documents are left to serde.
@@ -35,6 +37,12 @@ pub(crate) fn scan_object(text: &str) -> Option<(Head<'_>, usize)> {
     };
     let head = scanner.top_object(text)?;
     Some((head, scanner.pos))
+}
+
+/// JSON's white space, the only kind serde_json skips between tokens and between the values
+/// of a stream.
+pub(crate) fn is_json_whitespace(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\n' | b'\t' | b'\r')
 }
 
 /// What a scanned value was, as far as the head cares.
@@ -71,9 +79,8 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// JSON's white space, the only kind serde_json skips.
     fn skip_whitespace(&mut self) {
-        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+        while self.peek().is_some_and(is_json_whitespace) {
             self.pos += 1;
         }
     }
@@ -86,18 +93,7 @@ impl<'a> Scanner<'a> {
             is_object: true,
             ..Head::default()
         };
-        self.eat(b'{')?;
-        self.skip_whitespace();
-        if self.eat(b'}').is_some() {
-            return Some(head);
-        }
-        loop {
-            let key = self.string()?;
-            self.skip_whitespace();
-            self.eat(b':')?;
-            self.skip_whitespace();
-            let value_start = self.pos;
-            let value = self.value(1)?;
+        self.object(1, |key, value, value_text| {
             // A key with an escape decodes to text with a quote, a backslash, a slash or a
             // control character in it: none of the keys below.
             let key = match key {
@@ -113,15 +109,14 @@ impl<'a> Scanner<'a> {
                 "kind" => head.kind = plain_string(text, value)?,
                 "items" => head.has_items = value == Kind::List,
                 "metadata" if head.names_a_slice() => {
-                    head.slice_metadata = Some(&text[value_start..self.pos]);
+                    head.slice_metadata = Some(&text[value_text]);
                 }
                 "metadata" => head.slice_metadata = None,
                 _ => {}
             }
-            if !self.after_member(b'}')? {
-                return Some(head);
-            }
-        }
+            Some(())
+        })?;
+        Some(head)
     }
 
     /// After a member of a mapping or list: white space, then a comma (`true`, more to come)
@@ -146,7 +141,9 @@ impl<'a> Scanner<'a> {
     fn value(&mut self, depth: usize) -> Option<Kind> {
         match self.peek()? {
             b'"' => self.string(),
-            b'{' => self.object(depth + 1).map(|()| Kind::Other),
+            b'{' => self
+                .object(depth + 1, |_, _, _| Some(()))
+                .map(|()| Kind::Other),
             b'[' => self.list(depth + 1).map(|()| Kind::List),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
@@ -156,7 +153,13 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Option<()> {
+    /// The mapping at `pos`, `depth` containers deep, handing each member to `member`: its
+    /// key, its value and the value's byte range (`None` from `member` gives up).
+    fn object(
+        &mut self,
+        depth: usize,
+        mut member: impl FnMut(Kind, Kind, Range<usize>) -> Option<()>,
+    ) -> Option<()> {
         if depth > MAX_DEPTH {
             return None;
         }
@@ -166,11 +169,13 @@ impl<'a> Scanner<'a> {
             return Some(());
         }
         loop {
-            self.string()?;
+            let key = self.string()?;
             self.skip_whitespace();
             self.eat(b':')?;
             self.skip_whitespace();
-            self.value(depth)?;
+            let value_start = self.pos;
+            let value = self.value(depth)?;
+            member(key, value, value_start..self.pos)?;
             if !self.after_member(b'}')? {
                 return Some(());
             }
