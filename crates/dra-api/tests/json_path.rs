@@ -248,3 +248,36 @@ fn deferred_slice_text_is_not_checked() {
         other => panic!("not kept as text: {other:?}"),
     }
 }
+
+/// Between the values of a JSON stream only JSON's white space may stand (as serde_json
+/// reads a stream): a no-break space there, or trailing text, is the stream's parse error at
+/// its line, however the direct route's first look at each document is made.
+#[test]
+fn json_streams_allow_only_json_white_space_between_values() {
+    let lines = example_json_lines();
+    let reported = |text: &str| {
+        let loaded = dra_api::load_str("stream.json", text);
+        loaded
+            .diagnostics
+            .iter()
+            .map(|d| (d.message.clone(), d.source.as_ref().map(|s| s.line)))
+            .collect::<Vec<_>>()
+    };
+    let parse_error =
+        |line: u32| vec![("cannot parse JSON: expected value".to_string(), Some(line))];
+
+    // JSON's own white space, CRLF and tabs included, is fine.
+    let spaced = lines.join(" \t\r\n");
+    assert_eq!(reported(&spaced), Vec::new());
+
+    let mut no_break = format!("{}\u{a0}\n", lines[0]);
+    no_break.push_str(&lines[1..].join("\n"));
+    assert_eq!(reported(&no_break), parse_error(1));
+
+    let trailing = format!("{}\nxyz\n", lines.join("\n"));
+    let last_line = u32::try_from(lines.len() + 1).expect("small");
+    assert_eq!(reported(&trailing), parse_error(last_line));
+
+    let trailing_no_break = format!("{}\n\u{a0}\n", lines.join("\n"));
+    assert_eq!(reported(&trailing_no_break), parse_error(last_line));
+}
