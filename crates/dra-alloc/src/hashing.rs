@@ -74,6 +74,9 @@ impl Hasher for WordHasher {
 /// A `HashMap` with [`WordHasher`].
 pub(crate) type WordHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<WordHasher>>;
 
+/// A `HashSet` with [`WordHasher`].
+pub(crate) type WordHashSet<K> = std::collections::HashSet<K, BuildHasherDefault<WordHasher>>;
+
 #[cfg(test)]
 mod tests {
     use super::*;

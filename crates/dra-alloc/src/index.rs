@@ -9,7 +9,7 @@
 //! * Selector results are cached per (selector set, device entry) for the whole snapshot in
 //!   [`crate::selectors`], so no CEL expression is evaluated twice for the same device.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -389,7 +389,7 @@ pub struct IndexOptions {
 pub struct Index {
     pub(crate) features: Features,
     pub(crate) nodes: Vec<NodeEntry>,
-    node_by_name: HashMap<String, NodeId>,
+    node_by_name: WordHashMap<String, NodeId>,
     pub(crate) slices: Vec<SliceEntry>,
     pub(crate) devices: Vec<DeviceEntry>,
     key_names: Vec<(Arc<str>, Arc<str>, Box<str>)>,
@@ -398,12 +398,12 @@ pub struct Index {
     /// The pool of each device key.
     key_pool: Vec<u32>,
     /// `(driver, pool)` -> dense pool key.
-    pool_keys: HashMap<(String, String), u32>,
-    pub(crate) slices_on_node: HashMap<String, Vec<SliceIdx>>,
+    pool_keys: WordHashMap<(String, String), u32>,
+    pub(crate) slices_on_node: WordHashMap<String, Vec<SliceIdx>>,
     pub(crate) slices_shared: Vec<SliceIdx>,
-    pub(crate) slices_by_pool: HashMap<(String, String), Vec<SliceIdx>>,
+    pub(crate) slices_by_pool: WordHashMap<(String, String), Vec<SliceIdx>>,
     pub(crate) classes: Vec<ClassEntry>,
-    class_by_name: HashMap<String, ClassId>,
+    class_by_name: WordHashMap<String, ClassId>,
     pub(crate) node_pools: Vec<OnceLock<Result<Arc<NodePools>, String>>>,
     pub(crate) selectors: SelectorCache,
     /// CEL in the scheduler's environment (stored expressions, no cost estimation).
@@ -773,18 +773,18 @@ impl Index {
         let mut index = Index {
             features: options.features,
             nodes: Vec::new(),
-            node_by_name: HashMap::new(),
+            node_by_name: WordHashMap::default(),
             slices: Vec::new(),
             devices: Vec::new(),
             key_names: Vec::new(),
             key_by_name: WordHashMap::default(),
             key_pool: Vec::new(),
-            pool_keys: HashMap::new(),
-            slices_on_node: HashMap::new(),
+            pool_keys: WordHashMap::default(),
+            slices_on_node: WordHashMap::default(),
             slices_shared: Vec::new(),
-            slices_by_pool: HashMap::new(),
+            slices_by_pool: WordHashMap::default(),
             classes: Vec::new(),
-            class_by_name: HashMap::new(),
+            class_by_name: WordHashMap::default(),
             node_pools: Vec::new(),
             selectors: SelectorCache::default(),
             compiler: dra_cel::Compiler::default(),

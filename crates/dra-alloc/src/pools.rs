@@ -4,8 +4,9 @@
 //! per node and snapshot. Order is upstream's: pools by `(driver, pool)` byte-wise, pools with
 //! binding conditions last; slices by name; devices in slice order.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 
+use crate::hashing::{WordHashMap, WordHashSet};
 use crate::index::{CounterSetEntry, DeviceIdx, Index, NodeId, SliceIdx, SliceNodeSelection};
 use crate::node_selector::{NodeFacts, node_selector_matches};
 
@@ -133,7 +134,7 @@ pub(crate) fn gather_pools(index: &Index, node: NodeId) -> Result<NodePools, Str
     let features = index.features;
 
     // Relevant slices per pool, highest generation only, in input order.
-    let mut pools: HashMap<(&str, &str), Vec<SliceIdx>> = HashMap::new();
+    let mut pools: WordHashMap<(&str, &str), Vec<SliceIdx>> = WordHashMap::default();
     let mut pool_order: Vec<(&str, &str)> = Vec::new();
     for &idx in on_node.iter().chain(index.slices_shared.iter()) {
         let slice = index.slice(idx);
@@ -298,7 +299,7 @@ fn build_pool(
     if let Some(all) = &all_slices_of_pool
         && slices.len() < all.len()
     {
-        let names: HashSet<&str> = slices
+        let names: WordHashSet<&str> = slices
             .iter()
             .map(|s| index.slice(*s).name.as_str())
             .collect();
@@ -332,7 +333,7 @@ fn build_pool(
         view
     };
     // Duplicate device names among the node's device slices.
-    let mut seen = HashSet::new();
+    let mut seen = WordHashSet::default();
     for &s in &device_slices {
         for d in index.slice(s).devices.clone() {
             let name = index.device(DeviceIdx(d)).name.as_ref();

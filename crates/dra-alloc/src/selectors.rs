@@ -8,10 +8,11 @@
 //! device upstream would pick; errors are cached too and reported only when the search reaches
 //! the device, exactly where upstream's lazy evaluation meets them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use crate::hashing::WordHashMap;
 use crate::index::{ClassId, DeviceEntry, DeviceIdx, Index, NodeId};
 use crate::pools::{NodePools, node_matches};
 
@@ -100,8 +101,8 @@ type Content = (Vec<Option<String>>, Vec<String>);
 
 #[derive(Debug, Default)]
 struct Interner {
-    by_key: HashMap<(ClassId, Vec<String>), SelSetId>,
-    by_content: HashMap<Content, (u32, Arc<SharedResults>)>,
+    by_key: WordHashMap<(ClassId, Vec<String>), SelSetId>,
+    by_content: WordHashMap<Content, (u32, Arc<SharedResults>)>,
     count: u32,
 }
 
@@ -109,7 +110,7 @@ struct Interner {
 #[derive(Debug, Default)]
 pub struct SelectorCache {
     interner: RwLock<Interner>,
-    compiled: Mutex<HashMap<String, Compiled>>,
+    compiled: Mutex<WordHashMap<String, Compiled>>,
 }
 
 impl SelectorCache {
