@@ -18,6 +18,7 @@ use std::collections::hash_map::Entry;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -280,12 +281,12 @@ impl<'a> Loader<'a> {
                 first_line: 1,
             }],
         };
-        let pieces = match chunks.as_slice() {
-            [chunk] => self.json_piece_count(chunk.text),
-            _ => 1,
+        let (threads, pieces) = match chunks.as_slice() {
+            [chunk] => self.json_pieces(chunk.text),
+            _ => (1, 1),
         };
         let outputs = match (pieces > 1)
-            .then(|| parse_json_pieces(&file, chunks[0], self.options, pieces))
+            .then(|| parse_json_pieces(&file, chunks[0], self.options, threads, pieces))
             .flatten()
         {
             Some(output) => vec![output],
@@ -323,16 +324,24 @@ impl<'a> Loader<'a> {
         self.wanted_threads().min(chunks).max(1)
     }
 
-    /// Into how many pieces a stream of JSON values (one chunk: JSON has no document
-    /// markers) is cut to be decoded in parallel: one per thread, each at least
-    /// [`JSON_PIECE_MIN_BYTES`] long.
-    fn json_piece_count(&self, text: &str) -> usize {
+    /// On how many threads, and in how many pieces, a stream of JSON values (one chunk: JSON
+    /// has no document markers) is decoded: a thread per [`JSON_THREAD_MIN_BYTES`], and
+    /// [`PIECES_PER_THREAD`] pieces per thread of at least [`JSON_PIECE_MIN_BYTES`] each.
+    fn json_pieces(&self, text: &str) -> (usize, usize) {
         if !text.trim_start().starts_with('{') {
-            return 1;
+            return (1, 1);
         }
-        self.wanted_threads()
+        let threads = self
+            .wanted_threads()
+            .min(text.len() / JSON_THREAD_MIN_BYTES)
+            .max(1);
+        if threads < 2 {
+            return (1, 1);
+        }
+        let pieces = (threads * PIECES_PER_THREAD)
             .min(text.len() / JSON_PIECE_MIN_BYTES)
-            .max(1)
+            .max(threads);
+        (threads, pieces)
     }
 
     fn wanted_threads(&self) -> usize {
@@ -396,9 +405,19 @@ fn line_u32(line: usize) -> u32 {
     u32::try_from(line).unwrap_or(u32::MAX)
 }
 
-/// Below this, a piece of a JSON stream decodes faster than a thread starts and its memory
-/// is set up (the decode runs at roughly 100 MB/s per core).
-const JSON_PIECE_MIN_BYTES: usize = 128 << 10;
+/// Below this much JSON per thread, a thread costs more to start and to set up its memory
+/// than it saves (the decode runs at roughly 100 MB/s per core).
+const JSON_THREAD_MIN_BYTES: usize = 128 << 10;
+
+/// Pieces per thread an input is cut into. The threads take the next piece as they finish
+/// one, so that the work evens out: a piece of pods costs about twice a piece of slices of the
+/// same length (gpu-selector cut in two halves by length kept one thread busy 13.3 M
+/// instructions and the other 7.9 M).
+const PIECES_PER_THREAD: usize = 4;
+
+/// The smallest piece worth cutting: a piece costs one more cut to check and one more
+/// decoder to set up.
+const JSON_PIECE_MIN_BYTES: usize = 32 << 10;
 
 /// A stream of JSON values decoded in `pieces` parallel pieces, or `None` when the stream
 /// has to be decoded as a whole: a cut fell inside a value, or a piece needs the generic
@@ -408,6 +427,7 @@ fn parse_json_pieces(
     file: &Arc<str>,
     chunk: Chunk<'_>,
     options: &LoadOptions,
+    threads: usize,
     pieces: usize,
 ) -> Option<ChunkOutput> {
     let pieces = split_json_stream(chunk, pieces);
@@ -416,7 +436,7 @@ fn parse_json_pieces(
     }
     // Per-node lines come from parsing a chunk as YAML, which fails for a stream of two or
     // more JSON values; a piece holding one value must not do better than its stream would.
-    let outputs = map_on_threads(&pieces, |piece| {
+    let outputs = map_on_threads(&pieces, threads, |piece| {
         json_direct(file, *piece, options, &OnceLock::from(None))
     });
     let mut merged = ChunkOutput::default();
@@ -441,15 +461,16 @@ fn parse_chunks(
             .map(|chunk| parse_chunk(file, *chunk, options))
             .collect();
     }
-    // Contiguous, byte-balanced ranges of chunks, one per thread.
+    // Contiguous, byte-balanced ranges of chunks, several per thread.
+    let parts_wanted = threads * PIECES_PER_THREAD;
     let total: usize = chunks.iter().map(|c| c.text.len()).sum();
-    let per_thread = total.div_ceil(threads);
-    let mut ranges = Vec::with_capacity(threads);
+    let per_part = total.div_ceil(parts_wanted);
+    let mut ranges = Vec::with_capacity(parts_wanted);
     let mut start = 0;
     let mut acc = 0;
     for (i, chunk) in chunks.iter().enumerate() {
         acc += chunk.text.len();
-        if acc >= per_thread && ranges.len() + 1 < threads {
+        if acc >= per_part && ranges.len() + 1 < parts_wanted {
             ranges.push(start..i + 1);
             start = i + 1;
             acc = 0;
@@ -459,7 +480,7 @@ fn parse_chunks(
         ranges.push(start..chunks.len());
     }
     let parts: Vec<&[Chunk<'_>]> = ranges.into_iter().map(|range| &chunks[range]).collect();
-    map_on_threads(&parts, |part| {
+    map_on_threads(&parts, threads, |part| {
         part.iter()
             .map(|chunk| parse_chunk(file, *chunk, options))
             .collect::<Vec<_>>()
@@ -469,25 +490,40 @@ fn parse_chunks(
     .collect()
 }
 
-/// `work` on every part, one thread per part (the first on the caller's thread), with the
-/// results in the parts' order whatever the threads' timing.
-fn map_on_threads<P: Sync, R: Send>(parts: &[P], work: impl Fn(&P) -> R + Sync) -> Vec<R> {
-    let Some((first, rest)) = parts.split_first() else {
-        return Vec::new();
+/// `work` on every part, on `threads` threads (the caller's among them), each taking the
+/// next part nobody has taken yet, with the results in the parts' order whatever the threads'
+/// timing.
+fn map_on_threads<P: Sync, R: Send>(
+    parts: &[P],
+    threads: usize,
+    work: impl Fn(&P) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let take_parts = || {
+        let mut done = Vec::new();
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(part) = parts.get(i) else {
+                return done;
+            };
+            done.push((i, work(part)));
+        }
     };
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = rest.iter().map(|part| scope.spawn(|| work(part))).collect();
-        let mut results = Vec::with_capacity(parts.len());
-        results.push(work(first));
+    let helpers = threads.min(parts.len()).saturating_sub(1);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..helpers).map(|_| scope.spawn(take_parts)).collect();
+        let mut done = take_parts();
         for handle in handles {
             match handle.join() {
-                Ok(result) => results.push(result),
+                Ok(more) => done.extend(more),
                 // A panic in a worker is a bug; re-raise it on the caller's thread.
                 Err(payload) => std::panic::resume_unwind(payload),
             }
         }
-        results
-    })
+        done
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, result)| result).collect()
 }
 
 fn saphyr_options(len: usize, max_depth: usize) -> serde_saphyr::Options {
