@@ -410,9 +410,9 @@ fn line_u32(line: usize) -> u32 {
 const JSON_THREAD_MIN_BYTES: usize = 128 << 10;
 
 /// Pieces per thread an input is cut into. The threads take the next piece as they finish
-/// one, so that the work evens out: a piece of pods costs about twice a piece of slices of the
-/// same length (gpu-selector cut in two halves by length kept one thread busy 13.3 M
-/// instructions and the other 7.9 M).
+/// one, so that the work evens out: a byte of pods costs the loader several times a byte of
+/// slices, which it only scans (gpu-selector cut in two halves by length kept one thread busy
+/// 13.3 M instructions and the other 7.9 M).
 const PIECES_PER_THREAD: usize = 4;
 
 /// The smallest piece worth cutting: a piece costs one more cut to check and one more
