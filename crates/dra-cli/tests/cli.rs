@@ -330,6 +330,14 @@ fn timings_go_to_stderr_and_leave_the_answer_alone() {
         ["load", "index", "simulate", "output", "rest", "total"],
         "{stderr}"
     );
+    if cfg!(target_os = "linux") {
+        // Every phase with the resident memory at its end and the anonymous part of it.
+        for line in stderr.lines().filter(|l| l.starts_with("timing: ")) {
+            let total = line.starts_with("timing: total ");
+            assert_eq!(line.contains(" MiB resident, "), !total, "{line}");
+            assert_eq!(line.ends_with(" MiB anonymous"), !total, "{line}");
+        }
+    }
     assert!(!text(&plain.stderr).contains("timing:"));
     // The `-o yaml` route and a command without phases of its own.
     let yaml = dra(&["simulate", "--timings", "-o", "yaml"]);
