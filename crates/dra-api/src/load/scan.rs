@@ -119,6 +119,17 @@ impl<'a> Scanner<'a> {
         Some(head)
     }
 
+    /// The opening `open` of a container `depth` deep, and the white space after it; `true`
+    /// when `close` follows at once (an empty container, read to its end).
+    fn open(&mut self, depth: usize, open: u8, close: u8) -> Option<bool> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.eat(open)?;
+        self.skip_whitespace();
+        Some(self.eat(close).is_some())
+    }
+
     /// After a member of a mapping or list: white space, then a comma (`true`, more to come)
     /// or the closing `close` (`false`).
     fn after_member(&mut self, close: u8) -> Option<bool> {
@@ -160,12 +171,7 @@ impl<'a> Scanner<'a> {
         depth: usize,
         mut member: impl FnMut(Kind, Kind, Range<usize>) -> Option<()>,
     ) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        self.eat(b'{')?;
-        self.skip_whitespace();
-        if self.eat(b'}').is_some() {
+        if self.open(depth, b'{', b'}')? {
             return Some(());
         }
         loop {
@@ -183,12 +189,7 @@ impl<'a> Scanner<'a> {
     }
 
     fn list(&mut self, depth: usize) -> Option<()> {
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        self.eat(b'[')?;
-        self.skip_whitespace();
-        if self.eat(b']').is_some() {
+        if self.open(depth, b'[', b']')? {
             return Some(());
         }
         loop {
