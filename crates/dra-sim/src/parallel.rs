@@ -11,8 +11,6 @@
 //! memoized answers (node pools, selector results, rejections), which are the same whichever
 //! thread computes them first.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 /// Below this many items a second thread costs more to start than it saves.
 pub(crate) const MIN_PARALLEL_ITEMS: usize = 32;
 
@@ -33,7 +31,8 @@ pub(crate) fn runs_in_parallel(items: usize, threads: usize) -> bool {
     threads > 1 && items >= MIN_PARALLEL_ITEMS
 }
 
-/// `items.iter().map(f).collect()`, computed on up to `threads` threads.
+/// `items.iter().map(f).collect()`, computed on up to `threads` threads
+/// ([`dra_types::parallel::map_in_order`], in batches of [`BATCH`]).
 ///
 /// The result is in `items`' order whatever the threads' timing. `f` runs exactly once per
 /// item. With one thread, or fewer than [`MIN_PARALLEL_ITEMS`] items, no thread is started.
@@ -46,44 +45,13 @@ where
     if !runs_in_parallel(items.len(), threads) {
         return items.iter().map(f).collect();
     }
-    let threads = threads.min(items.len().div_ceil(BATCH));
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut done: Vec<(usize, R)> = Vec::new();
-        loop {
-            let start = next.fetch_add(BATCH, Ordering::Relaxed);
-            if start >= items.len() {
-                return done;
-            }
-            let end = (start + BATCH).min(items.len());
-            for (i, item) in items[start..end].iter().enumerate() {
-                done.push((start + i, f(item)));
-            }
-        }
-    };
-    let mut parts: Vec<Vec<(usize, R)>> = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-        let mut parts = vec![work()];
-        for helper in helpers {
-            match helper.join() {
-                Ok(part) => parts.push(part),
-                // A panic in `f` is a bug; let it surface as it would have sequentially.
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        parts
-    });
-    let mut all: Vec<(usize, R)> = Vec::with_capacity(items.len());
-    for part in &mut parts {
-        all.append(part);
-    }
-    all.sort_unstable_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, r)| r).collect()
+    dra_types::parallel::map_in_order(items, threads, BATCH, f)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[test]
     fn order_and_count_do_not_depend_on_threads() {

@@ -5,6 +5,8 @@
 //!   comparison and arithmetic, and the canonical string form the API server writes.
 //! * [`Semver`]: a semantic version as `github.com/blang/semver/v4` parses (strict)
 //!   and orders it (build metadata carries no precedence).
+//! * [`parallel::map_in_order`]: a parallel map whose result does not depend on thread timing,
+//!   shared by the loader and the simulation.
 //!
 //! This crate has no knowledge of Kubernetes objects; `dra-api` and `dra-cel` build on it.
 //!
@@ -28,6 +30,7 @@
 //! assert_eq!(Semver::parse_tolerant("v1.2").unwrap().to_string(), "1.2.0");
 //! ```
 
+pub mod parallel;
 mod quantity;
 mod semver;
 

@@ -18,9 +18,9 @@ use std::collections::hash_map::Entry;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use dra_types::parallel::map_in_order;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 use serde_saphyr::{MessageFormatter, Spanned, UserMessageFormatter};
@@ -436,7 +436,7 @@ fn parse_json_pieces(
     }
     // Per-node lines come from parsing a chunk as YAML, which fails for a stream of two or
     // more JSON values; a piece holding one value must not do better than its stream would.
-    let outputs = map_on_threads(&pieces, threads, |piece| {
+    let outputs = map_in_order(&pieces, threads, 1, |piece| {
         json_direct(file, *piece, options, &OnceLock::from(None))
     });
     let mut merged = ChunkOutput::default();
@@ -480,7 +480,7 @@ fn parse_chunks(
         ranges.push(start..chunks.len());
     }
     let parts: Vec<&[Chunk<'_>]> = ranges.into_iter().map(|range| &chunks[range]).collect();
-    map_on_threads(&parts, threads, |part| {
+    map_in_order(&parts, threads, 1, |part| {
         part.iter()
             .map(|chunk| parse_chunk(file, *chunk, options))
             .collect::<Vec<_>>()
@@ -488,42 +488,6 @@ fn parse_chunks(
     .into_iter()
     .flatten()
     .collect()
-}
-
-/// `work` on every part, on `threads` threads (the caller's among them), each taking the
-/// next part nobody has taken yet, with the results in the parts' order whatever the threads'
-/// timing.
-fn map_on_threads<P: Sync, R: Send>(
-    parts: &[P],
-    threads: usize,
-    work: impl Fn(&P) -> R + Sync,
-) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let take_parts = || {
-        let mut done = Vec::new();
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(part) = parts.get(i) else {
-                return done;
-            };
-            done.push((i, work(part)));
-        }
-    };
-    let helpers = threads.min(parts.len()).saturating_sub(1);
-    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..helpers).map(|_| scope.spawn(take_parts)).collect();
-        let mut done = take_parts();
-        for handle in handles {
-            match handle.join() {
-                Ok(more) => done.extend(more),
-                // A panic in a worker is a bug; re-raise it on the caller's thread.
-                Err(payload) => std::panic::resume_unwind(payload),
-            }
-        }
-        done
-    });
-    done.sort_unstable_by_key(|(i, _)| *i);
-    done.into_iter().map(|(_, result)| result).collect()
 }
 
 fn saphyr_options(len: usize, max_depth: usize) -> serde_saphyr::Options {
