@@ -1,9 +1,9 @@
-//! A fast hasher for the index's internal maps, whose keys are names, identifiers and small
-//! tuples: it mixes eight bytes per step (device UUIDs and PCI addresses are 12 to 40 bytes)
-//! where byte-wise FNV-1a mixed one, and interning every string of every device made that
-//! loop a visible part of indexing. HashDoS resistance buys nothing for maps built from the
-//! user's own files. No result depends on it: the maps are only looked up, never iterated
-//! into an answer.
+//! A fast hasher for the index's internal maps (and the simulator's lookups by name), whose
+//! keys are names, identifiers and small tuples: it mixes eight bytes per step (device UUIDs
+//! and PCI addresses are 12 to 40 bytes) where byte-wise FNV-1a mixed one, and interning every
+//! string of every device made that loop a visible part of indexing. HashDoS resistance buys
+//! nothing for maps built from the user's own files. No result may depend on it: the maps are
+//! only looked up, never iterated into an answer.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -15,7 +15,7 @@ const FINISH: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Multiply-rotate over 64-bit words, finished by a folded 128-bit multiply so that the
 /// high bits (which hashbrown's control bytes use) depend on every input bit.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct WordHasher(u64);
+pub struct WordHasher(u64);
 
 impl WordHasher {
     #[inline]
@@ -72,10 +72,10 @@ impl Hasher for WordHasher {
 }
 
 /// A `HashMap` with [`WordHasher`].
-pub(crate) type WordHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<WordHasher>>;
+pub type WordHashMap<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<WordHasher>>;
 
 /// A `HashSet` with [`WordHasher`].
-pub(crate) type WordHashSet<K> = std::collections::HashSet<K, BuildHasherDefault<WordHasher>>;
+pub type WordHashSet<K> = std::collections::HashSet<K, BuildHasherDefault<WordHasher>>;
 
 #[cfg(test)]
 mod tests {

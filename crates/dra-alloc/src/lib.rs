@@ -35,7 +35,7 @@
 //! ```
 
 mod claims;
-mod hashing;
+pub mod hashing;
 mod index;
 pub mod node_selector;
 mod pools;

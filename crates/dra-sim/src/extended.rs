@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use dra_alloc::hashing::WordHashMap;
 use k8s_openapi::api::core::v1::{ContainerExtendedResourceRequest, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, DeviceRequest, ExactDeviceRequest};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -106,6 +107,10 @@ pub struct DuplicateExtendedResourceName {
 #[derive(Debug, Clone, Default)]
 pub struct ExtendedResourceMapping {
     by_resource: BTreeMap<String, String>,
+    /// `by_resource` again, hashed, for [`Self::class_for`]: the node filters ask it for every
+    /// node class and every extended resource a pod requests, and with thousands of classes
+    /// whose names share a long prefix a B-tree lookup was a dozen string comparisons.
+    class_by_resource: WordHashMap<String, String>,
     duplicates: Vec<DuplicateExtendedResourceName>,
 }
 
@@ -186,6 +191,10 @@ impl ExtendedResourceMapping {
             })
             .collect();
         ExtendedResourceMapping {
+            class_by_resource: by_resource
+                .iter()
+                .map(|(resource, class)| (resource.clone(), class.clone()))
+                .collect(),
             by_resource,
             duplicates,
         }
@@ -193,7 +202,7 @@ impl ExtendedResourceMapping {
 
     /// The class serving `resource`, if any (`DeviceClassResolver.GetDeviceClass`).
     pub fn class_for(&self, resource: &str) -> Option<&str> {
-        self.by_resource.get(resource).map(String::as_str)
+        self.class_by_resource.get(resource).map(String::as_str)
     }
 
     /// Every mapped resource name with its class, by resource name.
