@@ -39,16 +39,24 @@ fn least_requested(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
         return 0;
     }
-    // i128: nodes without allocatable have i64::MAX capacity.
-    ((i128::from(capacity - requested) * i128::from(MAX_NODE_SCORE)) / i128::from(capacity)) as i64
+    scaled(capacity - requested, capacity)
 }
 
 fn most_requested(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 {
         return 0;
     }
-    let requested = requested.min(capacity);
-    ((i128::from(requested) * i128::from(MAX_NODE_SCORE)) / i128::from(capacity)) as i64
+    scaled(requested.min(capacity), capacity)
+}
+
+/// `part * MAX_NODE_SCORE / whole` on the exact product, truncated: in i64 when the product
+/// fits (always but for nodes without allocatable, whose capacity is i64::MAX), else in i128,
+/// whose division is a library call that was a visible part of scoring nodes.
+fn scaled(part: i64, whole: i64) -> i64 {
+    match part.checked_mul(MAX_NODE_SCORE) {
+        Some(product) => product / whole,
+        None => ((i128::from(part) * i128::from(MAX_NODE_SCORE)) / i128::from(whole)) as i64,
+    }
 }
 
 /// `NodeResourcesFit` score on cpu and memory (weights 1 and 1).
@@ -199,6 +207,18 @@ pub fn select_host(scores: &[NodeScore]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scaling_is_exact_on_both_sides_of_i64_overflow() {
+        let limit = i64::MAX / 100;
+        let edges = [0, 1, 99, 100, 101, limit, limit + 1, i64::MAX / 2, i64::MAX];
+        for part in edges {
+            for whole in [1, 3, 100, 1 << 40, i64::MAX / 100 + 7, i64::MAX] {
+                let exact = (i128::from(part) * 100 / i128::from(whole)) as i64;
+                assert_eq!(scaled(part, whole), exact, "{part} / {whole}");
+            }
+        }
+    }
 
     #[test]
     fn strategies() {
