@@ -106,11 +106,11 @@ pub struct DuplicateExtendedResourceName {
 /// The mapping from extended resource names to DeviceClasses.
 #[derive(Debug, Clone, Default)]
 pub struct ExtendedResourceMapping {
-    by_resource: BTreeMap<String, String>,
-    /// `by_resource` again, hashed, for [`Self::class_for`]: the node filters ask it for every
-    /// node class and every extended resource a pod requests, and with thousands of classes
-    /// whose names share a long prefix a B-tree lookup was a dozen string comparisons.
-    class_by_resource: WordHashMap<String, String>,
+    /// Resource name -> class, hashed: the node filters ask [`Self::class_for`] for every node
+    /// class and every extended resource a pod requests, and with thousands of classes whose
+    /// names share a long prefix a B-tree lookup was a dozen string comparisons.
+    /// [`Self::entries`] sorts what it lists.
+    by_resource: WordHashMap<String, String>,
     duplicates: Vec<DuplicateExtendedResourceName>,
 }
 
@@ -124,7 +124,7 @@ impl ExtendedResourceMapping {
                 .cmp(&time(b))
                 .then_with(|| a.metadata.name.cmp(&b.metadata.name))
         });
-        let mut by_resource: BTreeMap<String, String> = BTreeMap::new();
+        let mut by_resource: WordHashMap<String, String> = WordHashMap::default();
         let mut holders: BTreeMap<String, &ObjectMeta> = BTreeMap::new();
         let mut lost_on_arrival: BTreeSet<String> = BTreeSet::new();
         let mut seen: BTreeSet<&str> = BTreeSet::new();
@@ -191,10 +191,6 @@ impl ExtendedResourceMapping {
             })
             .collect();
         ExtendedResourceMapping {
-            class_by_resource: by_resource
-                .iter()
-                .map(|(resource, class)| (resource.clone(), class.clone()))
-                .collect(),
             by_resource,
             duplicates,
         }
@@ -202,14 +198,18 @@ impl ExtendedResourceMapping {
 
     /// The class serving `resource`, if any (`DeviceClassResolver.GetDeviceClass`).
     pub fn class_for(&self, resource: &str) -> Option<&str> {
-        self.class_by_resource.get(resource).map(String::as_str)
+        self.by_resource.get(resource).map(String::as_str)
     }
 
     /// Every mapped resource name with its class, by resource name.
     pub fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.by_resource
+        let mut entries: Vec<(&str, &str)> = self
+            .by_resource
             .iter()
             .map(|(r, c)| (r.as_str(), c.as_str()))
+            .collect();
+        entries.sort_unstable();
+        entries.into_iter()
     }
 
     pub fn duplicates(&self) -> &[DuplicateExtendedResourceName] {
@@ -429,6 +429,18 @@ mod tests {
         assert_eq!(duplicates[0].ignored, vec!["old".to_string()]);
         assert!(duplicates[0].implicit_name_lost.is_empty());
         assert_eq!(duplicates[1].implicit_name_lost, vec!["b-tie".to_string()]);
+        // Listed by resource name, whatever order the lookups keep them in.
+        let listed: Vec<(&str, &str)> = mapping.entries().collect();
+        assert_eq!(
+            listed,
+            [
+                ("deviceclass.resource.kubernetes.io/a-tie", "a-tie"),
+                ("deviceclass.resource.kubernetes.io/new", "new"),
+                ("deviceclass.resource.kubernetes.io/old", "old"),
+                ("example.com/gpu", "new"),
+                ("example.com/nic", "a-tie"),
+            ]
+        );
         // The lint helper agrees on the winner.
         let metas: Vec<&ObjectMeta> = classes.iter().map(|c| &c.metadata).collect();
         let winner = extended_resource_winner(metas[..2].iter().copied()).unwrap();
