@@ -149,10 +149,15 @@ pub struct PodFacts {
     pub node_selector: BTreeMap<String, String>,
     pub required_affinity: Option<NodeSelector>,
     pub preferred_affinity: Vec<PreferredSchedulingTerm>,
+    /// For each of `requests.scalar`'s resources, in its order: whether a DeviceClass names
+    /// it as its extended resource (so that DRA serves it where the node does not offer it).
+    /// Resolved once per pod: the filters ask for every node.
+    pub scalar_has_class: Vec<bool>,
 }
 
 impl PodFacts {
-    pub fn of(pod: &Pod) -> PodFacts {
+    /// The facts of `pod`, with its extended resources looked up in `mapping`.
+    pub fn of(pod: &Pod, mapping: &ExtendedResourceMapping) -> PodFacts {
         let requests = Resources::from_list(&pod_requests(pod, PodRequestOptions::default()));
         let scoring = Resources::from_list(&pod_requests(
             pod,
@@ -164,8 +169,14 @@ impl PodFacts {
         let node_affinity = spec
             .and_then(|s| s.affinity.as_ref())
             .and_then(|a| a.node_affinity.as_ref());
+        let scalar_has_class = requests
+            .scalar
+            .keys()
+            .map(|name| mapping.class_for(name).is_some())
+            .collect();
         PodFacts {
             requests,
+            scalar_has_class,
             non_zero_milli_cpu: scoring.milli_cpu,
             non_zero_memory: scoring.memory,
             tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
@@ -189,11 +200,7 @@ impl PodFacts {
 /// The non-DRA filters in the default profile's order. kube-scheduler stops at the first
 /// failing plugin; all failures are returned here (the first one is what kube-scheduler
 /// reports), because an explanation is more useful with all of them.
-pub fn node_fit_failures(
-    pod: &PodFacts,
-    node: &SimNode,
-    mapping: &ExtendedResourceMapping,
-) -> Vec<FitFailure> {
+pub fn node_fit_failures(pod: &PodFacts, node: &SimNode) -> Vec<FitFailure> {
     let mut failures = Vec::new();
     if node.unschedulable {
         let cordon = Taint {
@@ -236,23 +243,19 @@ pub fn node_fit_failures(
             "node(s) didn't match Pod's node affinity/selector",
         ));
     }
-    failures.extend(resource_fit_failures(pod, node, mapping));
+    failures.extend(resource_fit_failures(pod, node));
     failures
 }
 
 /// Whether all the filters of [`node_fit_failures`] pass, without writing any reason (the hot
 /// path: every pod is checked against every node).
-pub fn node_fits(pod: &PodFacts, node: &SimNode, mapping: &ExtendedResourceMapping) -> bool {
-    node_fits_except_affinity(pod, node, mapping) && node_affinity_matches(pod, &node.facts)
+pub fn node_fits(pod: &PodFacts, node: &SimNode) -> bool {
+    node_fits_except_affinity(pod, node) && node_affinity_matches(pod, &node.facts)
 }
 
 /// The filters of [`node_fits`] that do not read the node's name and labels: the same answer
 /// for nodes with equal taints, `spec.unschedulable`, allocatable, requests and pod count.
-pub fn node_fits_except_affinity(
-    pod: &PodFacts,
-    node: &SimNode,
-    mapping: &ExtendedResourceMapping,
-) -> bool {
+pub fn node_fits_except_affinity(pod: &PodFacts, node: &SimNode) -> bool {
     if node.unschedulable
         && !pod
             .tolerations
@@ -289,16 +292,20 @@ pub fn node_fits_except_affinity(
     {
         return false;
     }
-    request.scalar.iter().all(|(name, quantity)| {
-        let capacity = allocatable.scalar(name);
-        *quantity == 0
-            || (capacity <= 0 && mapping.class_for(name).is_some())
-            || *quantity
-                <= free(
-                    capacity,
-                    node.requested.scalar.get(name).copied().unwrap_or(0),
-                )
-    })
+    request
+        .scalar
+        .iter()
+        .zip(&pod.scalar_has_class)
+        .all(|((name, quantity), has_class)| {
+            let capacity = allocatable.scalar(name);
+            *quantity == 0
+                || (capacity <= 0 && *has_class)
+                || *quantity
+                    <= free(
+                        capacity,
+                        node.requested.scalar.get(name).copied().unwrap_or(0),
+                    )
+        })
 }
 
 fn cordon_taint() -> Taint {
@@ -370,11 +377,7 @@ fn plain(v: i64) -> String {
 }
 
 /// `NodeResourcesFit` filter (`fitsRequest`).
-pub fn resource_fit_failures(
-    pod: &PodFacts,
-    node: &SimNode,
-    mapping: &ExtendedResourceMapping,
-) -> Vec<FitFailure> {
+pub fn resource_fit_failures(pod: &PodFacts, node: &SimNode) -> Vec<FitFailure> {
     let mut failures = Vec::new();
     let allocatable = &node.allocatable;
     if node.pods.saturating_add(1) > allocatable.pods {
@@ -427,13 +430,13 @@ pub fn resource_fit_failures(
             bytes,
         ));
     }
-    for (name, quantity) in &request.scalar {
+    for ((name, quantity), has_class) in request.scalar.iter().zip(&pod.scalar_has_class) {
         if *quantity == 0 {
             continue;
         }
         let capacity = allocatable.scalar(name);
         // `shouldDelegateResourceToDRA`: the node does not offer it and a class maps it.
-        if capacity <= 0 && mapping.class_for(name).is_some() {
+        if capacity <= 0 && *has_class {
             continue;
         }
         let used = node.requested.scalar.get(name).copied().unwrap_or(0);
@@ -516,12 +519,11 @@ mod tests {
         );
         let mut node = sim_node(&c.nodes[0].object);
         node.pods = 1;
-        let pod = PodFacts::of(&c.pods[0].object);
-        let reasons: Vec<String> =
-            node_fit_failures(&pod, &node, &ExtendedResourceMapping::default())
-                .into_iter()
-                .map(|f| f.reason)
-                .collect();
+        let pod = PodFacts::of(&c.pods[0].object, &ExtendedResourceMapping::default());
+        let reasons: Vec<String> = node_fit_failures(&pod, &node)
+            .into_iter()
+            .map(|f| f.reason)
+            .collect();
         assert_eq!(
             reasons,
             vec![
@@ -546,14 +548,16 @@ mod tests {
              apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  tolerations: [{key: node.kubernetes.io/unschedulable, operator: Exists}, {key: gpu, operator: Equal, value: 'yes'}]\n  containers:\n  - {name: c, resources: {limits: {example.com/gpu: '2'}}}\n",
         );
         let node = sim_node(&c.nodes[0].object);
-        let pod = PodFacts::of(&c.pods[0].object);
         let classes: Vec<_> = c.device_classes.iter().map(|d| &*d.object).collect();
-        let mapping = ExtendedResourceMapping::build(&classes);
-        assert_eq!(node_fit_failures(&pod, &node, &mapping), vec![]);
-        assert!(node_fits(&pod, &node, &mapping));
-        assert!(!node_fits(&pod, &node, &ExtendedResourceMapping::default()));
+        let pod = PodFacts::of(&c.pods[0].object, &ExtendedResourceMapping::build(&classes));
+        assert_eq!(pod.scalar_has_class, vec![true]);
+        assert_eq!(node_fit_failures(&pod, &node), vec![]);
+        assert!(node_fits(&pod, &node));
         // Without the class, the resource is simply missing on the node.
-        let failures = node_fit_failures(&pod, &node, &ExtendedResourceMapping::default());
+        let pod = PodFacts::of(&c.pods[0].object, &ExtendedResourceMapping::default());
+        assert_eq!(pod.scalar_has_class, vec![false]);
+        assert!(!node_fits(&pod, &node));
+        let failures = node_fit_failures(&pod, &node);
         assert_eq!(failures.len(), 1);
         assert_eq!(failures[0].reason, "Insufficient example.com/gpu");
     }
@@ -566,11 +570,8 @@ mod tests {
         );
         let node = sim_node(&c.nodes[0].object);
         assert!(!node.allocatable.declared);
-        let pod = PodFacts::of(&c.pods[0].object);
-        assert_eq!(
-            node_fit_failures(&pod, &node, &ExtendedResourceMapping::default()),
-            vec![]
-        );
+        let pod = PodFacts::of(&c.pods[0].object, &ExtendedResourceMapping::default());
+        assert_eq!(node_fit_failures(&pod, &node), vec![]);
     }
 
     #[test]
@@ -580,7 +581,7 @@ mod tests {
              apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  affinity:\n    nodeAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n      - {weight: 5, preference: {matchExpressions: [{key: zone, operator: In, values: [a]}]}}\n      - {weight: 7, preference: {matchExpressions: [{key: disk, operator: In, values: [hdd]}]}}\n      - {weight: 11, preference: {matchExpressions: [{key: disk, operator: Exists}]}}\n  containers: [{name: c}]\n",
         );
         let node = sim_node(&c.nodes[0].object);
-        let pod = PodFacts::of(&c.pods[0].object);
+        let pod = PodFacts::of(&c.pods[0].object, &ExtendedResourceMapping::default());
         assert_eq!(preferred_affinity_score(&pod, &node.facts), Some(16));
     }
 }

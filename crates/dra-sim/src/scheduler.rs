@@ -395,6 +395,9 @@ struct SpecialVariant {
 struct Variant {
     /// DRA-served extended resources; empty: no special claim.
     resources: BTreeSet<String>,
+    /// The nodes this variant is for, as a bit per entry of [`Attempt::extended`] in its
+    /// order: set where the node offers the resource itself (the complement of `resources`).
+    offered: Vec<u64>,
     special: Option<SpecialVariant>,
     /// The device pre-check's view of the claims, built on first use.
     requirement: Option<Requirement>,
@@ -411,6 +414,8 @@ struct Attempt {
     extended: BTreeMap<String, i64>,
     /// Index 0 serves nothing through DRA.
     variants: Vec<Variant>,
+    /// The `Variant::offered` bits of the node at hand (kept to reuse its buffer).
+    node_offers: Vec<u64>,
     has_all_mode: bool,
     has_first_available: bool,
 }
@@ -593,7 +598,7 @@ impl<'a> Engine<'a> {
                 PodEntry {
                     pod,
                     binding: None,
-                    facts: PodFacts::of(pod),
+                    facts: PodFacts::of(pod, &mapping),
                     result: PodResult {
                         pod: format!("{namespace}/{name}"),
                         node: None,
@@ -927,6 +932,7 @@ impl<'a> Engine<'a> {
             to_allocate: Vec::new(),
             extended: BTreeMap::new(),
             variants: vec![Variant::default()],
+            node_offers: Vec::new(),
             has_all_mode: false,
             has_first_available: false,
         };
@@ -1019,6 +1025,14 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        // Variant 0 is for nodes that offer every extended resource of the pod themselves.
+        let count = attempt.extended.len();
+        attempt.variants[0].offered = (0..count.div_ceil(64))
+            .map(|word| match count - word * 64 {
+                left if left >= 64 => u64::MAX,
+                left => (1 << left) - 1,
+            })
+            .collect();
         Ok(attempt)
     }
 
@@ -1061,35 +1075,36 @@ impl<'a> Engine<'a> {
         if attempt.extended.is_empty() {
             return 0;
         }
-        let offered = |name: &str| {
-            self.nodes[node.0 as usize]
-                .allocatable
-                .resources
-                .scalar
-                .get(name)
-                .copied()
-                .unwrap_or(0)
-                != 0
-        };
-        if let Some(i) = attempt.variants.iter().position(|v| {
-            attempt
-                .extended
-                .keys()
-                .all(|r| v.resources.contains(r) != offered(r))
-        }) {
+        // Node allocatable never changes during a run, but nodes are many: one lookup per
+        // resource here, then a comparison of words per variant.
+        let scalar = &self.nodes[node.0 as usize].allocatable.resources.scalar;
+        let offers = &mut attempt.node_offers;
+        offers.clear();
+        offers.resize(attempt.extended.len().div_ceil(64), 0);
+        if !scalar.is_empty() {
+            for (i, name) in attempt.extended.keys().enumerate() {
+                if scalar.get(name).is_some_and(|quantity| *quantity != 0) {
+                    offers[i / 64] |= 1 << (i % 64);
+                }
+            }
+        }
+        if let Some(i) = attempt.variants.iter().position(|v| v.offered == *offers) {
             return i;
         }
         let resources: BTreeSet<String> = attempt
             .extended
             .keys()
-            .filter(|r| !offered(r))
-            .cloned()
+            .enumerate()
+            .filter(|(i, _)| offers[i / 64] & (1 << (i % 64)) == 0)
+            .map(|(_, name)| name.clone())
             .collect();
+        let offered = offers.clone();
         let plan = special_claim_plan(self.pods[p].pod, &resources, &self.mapping);
         let object = self.special_claim_object(p, &plan);
         let prepared = PreparedClaim::new(self.index, &object);
         attempt.variants.push(Variant {
             resources,
+            offered,
             special: Some(SpecialVariant { plan, prepared }),
             requirement: None,
         });
@@ -1129,11 +1144,7 @@ impl<'a> Engine<'a> {
     /// The cheap filters: node fit, then the DRA plugin up to (not including) the allocator.
     fn check_node(&mut self, p: usize, attempt: &mut Attempt, node: NodeId) -> Check {
         let rejected = |variant: usize, why: Rejection| Rejected { node, variant, why };
-        if !node_fits(
-            &self.pods[p].facts,
-            &self.nodes[node.0 as usize],
-            &self.mapping,
-        ) {
+        if !node_fits(&self.pods[p].facts, &self.nodes[node.0 as usize]) {
             return Check::Rejected(rejected(0, Rejection::Fit));
         }
         // filterExtendedResources: the special claim for this node, if any.
@@ -1319,11 +1330,7 @@ impl<'a> Engine<'a> {
         let mut passing: Vec<ClassView> = Vec::new();
         for class in classes.live() {
             let first = self.order[classes.first(class)? as usize];
-            if !node_fits_except_affinity(
-                &self.pods[p].facts,
-                &self.nodes[first.0 as usize],
-                &self.mapping,
-            ) {
+            if !node_fits_except_affinity(&self.pods[p].facts, &self.nodes[first.0 as usize]) {
                 continue;
             }
             let variant = self.variant_for(p, attempt, first);
@@ -1939,11 +1946,9 @@ impl<'a> Engine<'a> {
     /// Writes out what a rejection means, in the current state.
     fn failures_of(&self, p: usize, rejected: &Rejected) -> Vec<FitFailure> {
         match rejected.why {
-            Rejection::Fit => node_fit_failures(
-                &self.pods[p].facts,
-                &self.nodes[rejected.node.0 as usize],
-                &self.mapping,
-            ),
+            Rejection::Fit => {
+                node_fit_failures(&self.pods[p].facts, &self.nodes[rejected.node.0 as usize])
+            }
             Rejection::Devices => {
                 let mut failure = dra_failure("cannot allocate all claims");
                 failure.detail =
