@@ -26,6 +26,7 @@ use crate::output::Out;
 /// malloc a third of a simulation went to its bookkeeping and to first-touch page faults,
 /// which are expensive in virtual machines. mimalloc takes memory from the system in large
 /// segments (a few hundred page faults instead of tens of thousands); results are unchanged.
+/// Its v2 line (the workspace's `Cargo.toml` says why not v3).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
