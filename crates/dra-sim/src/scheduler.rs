@@ -936,15 +936,12 @@ impl<'a> Engine<'a> {
             has_all_mode: false,
             has_first_available: false,
         };
-        let requests =
-            crate::resources::pod_requests(pod, crate::resources::PodRequestOptions::default());
-        for (name, quantity) in &requests {
-            let value = quantity.value();
-            if value != 0
-                && is_dra_extended_resource_name(name)
-                && self.mapping.class_for(name).is_some()
-            {
-                attempt.extended.insert(name.clone(), value);
+        // The pod's requests in whole units and their classes, as the node filter has them.
+        let facts = &self.pods[p].facts;
+        for ((name, value), has_class) in facts.requests.scalar.iter().zip(&facts.scalar_has_class)
+        {
+            if *value != 0 && *has_class && is_dra_extended_resource_name(name) {
+                attempt.extended.insert(name.clone(), *value);
             }
         }
         for claim_ref in &claims {
