@@ -1,6 +1,9 @@
 //! The loaded objects, by kind, in input order.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::{CronJob, Job};
@@ -232,10 +235,50 @@ pub enum SliceDoc {
 /// The JSON text of a ResourceSlice document and its metadata (decoded, for duplicate
 /// checks and messages). The loader has not decoded the rest: text that does not decode as a
 /// ResourceSlice is reported only by a load without [`crate::LoadOptions::defer_slices`].
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone)]
 pub struct SliceJson {
     pub metadata: ObjectMeta,
-    pub text: Box<str>,
+    /// The whole input the document was read from, shared by its slices: copying each
+    /// slice's part out of it was most of a large load's memory traffic.
+    source: Arc<String>,
+    /// The document within `source`.
+    range: Range<usize>,
+}
+
+impl SliceJson {
+    /// The document at `range` of `source`; `None` when `range` is not a part of it that
+    /// starts and ends between characters.
+    pub fn new(metadata: ObjectMeta, source: Arc<String>, range: Range<usize>) -> Option<Self> {
+        source.get(range.clone())?;
+        Some(SliceJson {
+            metadata,
+            source,
+            range,
+        })
+    }
+
+    /// The document's JSON text.
+    pub fn text(&self) -> &str {
+        // Checked by `new`; the source is never changed.
+        self.source.get(self.range.clone()).unwrap_or_default()
+    }
+}
+
+/// Shows the document, not the whole input it shares.
+impl fmt::Debug for SliceJson {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SliceJson")
+            .field("metadata", &self.metadata)
+            .field("text", &self.text())
+            .finish()
+    }
+}
+
+/// Equal documents are equal slices, whatever input they were read from.
+impl PartialEq for SliceJson {
+    fn eq(&self, other: &Self) -> bool {
+        self.metadata == other.metadata && self.text() == other.text()
+    }
 }
 
 impl AnyObject {
@@ -377,4 +420,29 @@ pub struct ClusterIndex<'a> {
     pub resource_claim_templates: BTreeMap<(&'a str, &'a str), &'a Located<ResourceClaimTemplate>>,
     /// Keyed by (namespace, name).
     pub pods: BTreeMap<(&'a str, &'a str), &'a Located<Pod>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slice_kept_as_text_reads_its_part_of_the_shared_input() {
+        let source = Arc::new("{\"a\":1}\n{\"é\":2}".to_string());
+        let first = SliceJson::new(ObjectMeta::default(), Arc::clone(&source), 0..7)
+            .expect("a whole document");
+        assert_eq!(first.text(), "{\"a\":1}");
+        let second = SliceJson::new(ObjectMeta::default(), Arc::clone(&source), 8..16)
+            .expect("a whole document");
+        assert_eq!(second.text(), "{\"é\":2}");
+        // Not between characters, or past the end.
+        assert!(SliceJson::new(ObjectMeta::default(), Arc::clone(&source), 10..11).is_none());
+        assert!(SliceJson::new(ObjectMeta::default(), Arc::clone(&source), 8..17).is_none());
+        // The same document read from another input is the same slice, and shows as itself.
+        let elsewhere = SliceJson::new(ObjectMeta::default(), Arc::new("x{\"a\":1}".into()), 1..8)
+            .expect("a whole document");
+        assert_eq!(first, elsewhere);
+        assert_ne!(first, second);
+        assert!(!format!("{first:?}").contains('é'));
+    }
 }

@@ -53,6 +53,8 @@ pub use cluster::{
 };
 pub use defaults::apply_defaults;
 pub use diagnostic::{Diagnostic, Severity};
-pub use load::{LoadError, LoadOptions, Loaded, load_paths, load_str, load_str_with};
+pub use load::{
+    LoadError, LoadOptions, Loaded, load_paths, load_str, load_str_with, load_string_with,
+};
 pub use source::{Located, ObjectRef, Source};
 pub use validate::{ADMIN_ACCESS_LABEL, validate};

@@ -160,7 +160,7 @@ fn decoded_slice_docs(
             let slice = match &*doc.object {
                 dra_api::SliceDoc::Json(json) => {
                     assert!(expect_json, "a YAML slice kept as text");
-                    let slice: ResourceSlice = serde_json::from_str(&json.text).expect("decodes");
+                    let slice: ResourceSlice = serde_json::from_str(json.text()).expect("decodes");
                     assert_eq!(slice.metadata, json.metadata, "metadata kept as decoded");
                     slice
                 }
@@ -242,7 +242,7 @@ fn deferred_slice_text_is_not_checked() {
     );
     match &*deferred.cluster.slice_docs[0].object {
         dra_api::SliceDoc::Json(json) => {
-            assert_eq!(&*json.text, bad);
+            assert_eq!(json.text(), bad);
             assert_eq!(json.metadata.name.as_deref(), Some("s"));
         }
         other => panic!("not kept as text: {other:?}"),

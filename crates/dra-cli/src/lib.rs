@@ -94,7 +94,7 @@ pub(crate) fn take_slices(cluster: &mut dra_api::Cluster) -> Slices {
             .iter()
             .map(|doc| match &*doc.object {
                 SliceDoc::Object(slice) => devices_of(slice),
-                SliceDoc::Json(json) => json.text.len() / SLICE_TEXT_BYTES_PER_DEVICE,
+                SliceDoc::Json(json) => json.text().len() / SLICE_TEXT_BYTES_PER_DEVICE,
             })
             .sum::<usize>();
     if devices > SLICE_DEVICES_FREED_EARLY {

@@ -134,7 +134,7 @@ impl<'a> SimInput<'a> {
                 .map(|o| SliceInput::Object(&o.object))
                 .chain(cluster.slice_docs.iter().map(|o| match &*o.object {
                     SliceDoc::Object(slice) => SliceInput::Object(slice),
-                    SliceDoc::Json(json) => SliceInput::Json(&json.text),
+                    SliceDoc::Json(json) => SliceInput::Json(json.text()),
                 }))
                 .collect(),
             classes: cluster.device_classes.iter().map(|o| &*o.object).collect(),

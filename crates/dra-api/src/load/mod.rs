@@ -109,7 +109,7 @@ pub fn load_paths<P: AsRef<Path>>(paths: &[P], options: &LoadOptions) -> Result<
                     path: "<stdin>".to_string(),
                     source,
                 })?;
-            loader.add_bytes("<stdin>", &bytes);
+            loader.add_bytes("<stdin>", bytes);
             continue;
         }
         let metadata = fs::metadata(path).map_err(|source| io_error(path, source))?;
@@ -136,8 +136,14 @@ pub fn load_str(name: &str, text: &str) -> Loaded {
 
 /// [`load_str`] with options.
 pub fn load_str_with(name: &str, text: &str, options: &LoadOptions) -> Loaded {
+    load_string_with(name, text.to_owned(), options)
+}
+
+/// [`load_str_with`] for text the caller owns and gives away: a large input is not copied
+/// (slices kept as text share it).
+pub fn load_string_with(name: &str, text: String, options: &LoadOptions) -> Loaded {
     let mut loader = Loader::new(options);
-    loader.add_text(name, text);
+    loader.add_text(name, &Arc::new(text));
     loader.finish()
 }
 
@@ -253,15 +259,15 @@ impl<'a> Loader<'a> {
             return Ok(());
         }
         let bytes = fs::read(path).map_err(|source| io_error(path, source))?;
-        self.add_bytes(&name, &bytes);
+        self.add_bytes(&name, bytes);
         Ok(())
     }
 
-    fn add_bytes(&mut self, name: &str, bytes: &[u8]) {
-        match std::str::from_utf8(bytes) {
-            Ok(text) => self.add_text(name, text),
+    fn add_bytes(&mut self, name: &str, bytes: Vec<u8>) {
+        match String::from_utf8(bytes) {
+            Ok(text) => self.add_text(name, &Arc::new(text)),
             Err(err) => {
-                let valid = &bytes[..err.valid_up_to()];
+                let valid = &err.as_bytes()[..err.utf8_error().valid_up_to()];
                 let line = 1 + valid.iter().filter(|&&b| b == b'\n').count();
                 self.diagnostics.push(
                     Diagnostic::error("input is not valid UTF-8")
@@ -271,9 +277,11 @@ impl<'a> Loader<'a> {
         }
     }
 
-    fn add_text(&mut self, name: &str, text: &str) {
+    /// Loads the objects of `source`, a whole input. Slices kept as text share it
+    /// ([`SliceJson`]) instead of copying their part of it.
+    fn add_text(&mut self, name: &str, source: &Arc<String>) {
         let file: Arc<str> = Arc::from(name);
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let text = source.strip_prefix('\u{feff}').unwrap_or(source);
         let chunks = match split_documents(text) {
             Some(chunks) => chunks,
             None => vec![Chunk {
@@ -286,13 +294,13 @@ impl<'a> Loader<'a> {
             _ => (1, 1),
         };
         let outputs = match (pieces > 1)
-            .then(|| parse_json_pieces(&file, chunks[0], self.options, threads, pieces))
+            .then(|| parse_json_pieces(&file, source, chunks[0], self.options, threads, pieces))
             .flatten()
         {
             Some(output) => vec![output],
             None => {
                 let threads = self.thread_count(text.len(), chunks.len());
-                parse_chunks(&file, &chunks, self.options, threads)
+                parse_chunks(&file, source, &chunks, self.options, threads)
             }
         };
         AnyObject::reserve_in(
@@ -425,6 +433,7 @@ const JSON_PIECE_MIN_BYTES: usize = 32 << 10;
 /// values, so the objects and diagnostics, concatenated in order, are the whole stream's.
 fn parse_json_pieces(
     file: &Arc<str>,
+    source: &Arc<String>,
     chunk: Chunk<'_>,
     options: &LoadOptions,
     threads: usize,
@@ -437,7 +446,7 @@ fn parse_json_pieces(
     // Per-node lines come from parsing a chunk as YAML, which fails for a stream of two or
     // more JSON values; a piece holding one value must not do better than its stream would.
     let outputs = map_in_order(&pieces, threads, 1, |piece| {
-        json_direct(file, *piece, options, &OnceLock::from(None))
+        json_direct(file, source, *piece, options, &OnceLock::from(None))
     });
     let mut merged = ChunkOutput::default();
     for output in outputs {
@@ -451,6 +460,7 @@ fn parse_json_pieces(
 /// Parses every chunk, on `threads` threads, returning outputs in chunk order.
 fn parse_chunks(
     file: &Arc<str>,
+    source: &Arc<String>,
     chunks: &[Chunk<'_>],
     options: &LoadOptions,
     threads: usize,
@@ -458,7 +468,7 @@ fn parse_chunks(
     if threads <= 1 {
         return chunks
             .iter()
-            .map(|chunk| parse_chunk(file, *chunk, options))
+            .map(|chunk| parse_chunk(file, source, *chunk, options))
             .collect();
     }
     // Contiguous, byte-balanced ranges of chunks, several per thread.
@@ -482,7 +492,7 @@ fn parse_chunks(
     let parts: Vec<&[Chunk<'_>]> = ranges.into_iter().map(|range| &chunks[range]).collect();
     map_in_order(&parts, threads, 1, |part| {
         part.iter()
-            .map(|chunk| parse_chunk(file, *chunk, options))
+            .map(|chunk| parse_chunk(file, source, *chunk, options))
             .collect::<Vec<_>>()
     })
     .into_iter()
@@ -533,13 +543,18 @@ fn has_items(value: &Value) -> bool {
     }
 }
 
-fn parse_chunk(file: &Arc<str>, chunk: Chunk<'_>, options: &LoadOptions) -> ChunkOutput {
+fn parse_chunk(
+    file: &Arc<str>,
+    source: &Arc<String>,
+    chunk: Chunk<'_>,
+    options: &LoadOptions,
+) -> ChunkOutput {
     // JSON (what `kubectl get -o json` and `dra gen -o json` print) is parsed by serde_json,
     // an order of magnitude faster than the YAML parser. Lists go through the YAML parser,
     // which knows the line of every item; so does anything serde_json rejects, to get
     // YAML's error message. serde_json bounds nesting itself (128 levels).
     if chunk.text.trim_start().starts_with(['{', '['])
-        && let Some(output) = json_direct(file, chunk, options, &OnceLock::new())
+        && let Some(output) = json_direct(file, source, chunk, options, &OnceLock::new())
     {
         return output;
     }
@@ -649,6 +664,7 @@ fn json_stream(text: &str) -> Result<Vec<(u32, DocRoot)>, (String, u32)> {
 /// `lines` holds the chunk's per-node lines once a conversion error asks for them.
 fn json_direct(
     file: &Arc<str>,
+    source: &Arc<String>,
     chunk: Chunk<'_>,
     options: &LoadOptions,
     lines: &OnceLock<Option<Vec<LineTree>>>,
@@ -688,7 +704,7 @@ fn json_direct(
         };
         let doc_line = ctx.at_line(line_u32(line));
         if options.defer_slices
-            && let Some(json) = deferred_slice(&head, doc_text)
+            && let Some(json) = deferred_slice(&head, source, doc_text)
         {
             output.objects.push(Decoded {
                 source: ctx.source(doc_line),
@@ -717,10 +733,11 @@ fn json_direct(
     Some(output)
 }
 
-/// A ResourceSlice (of the current version) kept as its text, with its metadata decoded;
-/// `None` when the metadata does not decode (the document then takes the usual route, which
-/// reports it). ResourceSlices have no API-server defaults, so the text is all there is.
-fn deferred_slice(head: &Head<'_>, text: &str) -> Option<SliceJson> {
+/// A ResourceSlice (of the current version) kept as its text, `text` within `source`, with
+/// its metadata decoded; `None` when the metadata does not decode (the document then takes
+/// the usual route, which reports it). ResourceSlices have no API-server defaults, so the
+/// text is all there is.
+fn deferred_slice(head: &Head<'_>, source: &Arc<String>, text: &str) -> Option<SliceJson> {
     if !head.is_object || !head.names_a_slice() {
         return None;
     }
@@ -728,10 +745,14 @@ fn deferred_slice(head: &Head<'_>, text: &str) -> Option<SliceJson> {
         Some(found) => serde_json::from_str::<Option<ObjectMeta>>(found).ok()?,
         None => serde_json::from_str::<MetadataOnly>(text).ok()?.0,
     };
-    Some(SliceJson {
-        metadata: metadata.unwrap_or_default(),
-        text: text.into(),
-    })
+    // Every document's text is a part of its input's; an address outside it would be a
+    // bug here, answered by the usual route rather than a wrong text.
+    let start = (text.as_ptr() as usize).checked_sub(source.as_ptr() as usize)?;
+    SliceJson::new(
+        metadata.unwrap_or_default(),
+        Arc::clone(source),
+        start..start + text.len(),
+    )
 }
 
 /// A plain object of a loaded kind decoded straight from its text, defaults applied;

@@ -304,8 +304,15 @@ fn measure(suite: &Suite, size: u32) -> Result<Figures, Failure> {
     dra_gen::generate_json_lines(&spec, &mut text).map_err(|e| Failure::Internal(e.to_string()))?;
     let text = String::from_utf8(text).map_err(|e| Failure::Internal(e.to_string()))?;
 
+    let input_bytes = text.len();
     let start = Instant::now();
-    let loaded = dra_api::load_str(&format!("<bench:{}>", suite.name), &text);
+    // Like `dra simulate`, which reads and drops one file after the other, the simulation does
+    // not keep the text (the loader takes it).
+    let loaded = dra_api::load_string_with(
+        &format!("<bench:{}>", suite.name),
+        text,
+        &dra_api::LoadOptions::default(),
+    );
     if loaded.has_errors() {
         return Err(Failure::Internal(format!(
             "generated input does not load: {}",
@@ -313,10 +320,6 @@ fn measure(suite: &Suite, size: u32) -> Result<Figures, Failure> {
         )));
     }
     let loaded_at = Instant::now();
-    // Like `dra simulate`, which reads and drops one file after the other, the simulation does
-    // not keep the text.
-    let input_bytes = text.len();
-    drop(text);
     let mut cluster = loaded.cluster;
     let snapshot = dra_sim::Snapshot::new(&dra_sim::SimInput::from_cluster(&cluster))
         .map_err(|e| Failure::Internal(e.to_string()))?;
