@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use dra_alloc::hashing::WordHashMap;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{
     AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
@@ -31,11 +32,13 @@ pub struct ClaimStore {
     generated: Vec<(String, String)>,
 }
 
-/// Objects by namespace, then name: the order of a map keyed by the pair, looked up with
-/// borrowed names (a key of two `String`s had to be built, two allocations, for every
-/// lookup of the reference loop).
+/// Objects by namespace, then name, looked up with borrowed names (a key of two `String`s
+/// had to be built, two allocations, for every lookup of the reference loop). The names of a
+/// namespace are hashed: generated claim names share long prefixes (`<pod>-<claim>`), and a
+/// B-tree lookup among thousands of them was a dozen string comparisons. Iteration sorts,
+/// so it sees the order of a map keyed by the pair.
 #[derive(Debug, Clone)]
-struct ByNamespace<V>(BTreeMap<String, BTreeMap<String, V>>);
+struct ByNamespace<V>(BTreeMap<String, WordHashMap<String, V>>);
 
 impl<V> Default for ByNamespace<V> {
     fn default() -> Self {
@@ -83,11 +86,20 @@ impl<V> ByNamespace<V> {
 
     /// In (namespace, name) order.
     fn values(&self) -> impl Iterator<Item = &V> {
-        self.0.values().flat_map(BTreeMap::values)
+        self.0.values().flat_map(|names| {
+            let mut sorted: Vec<(&String, &V)> = names.iter().collect();
+            sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            sorted.into_iter().map(|(_, value)| value)
+        })
     }
 
+    /// In (namespace, name) order.
     fn into_values(self) -> impl Iterator<Item = V> {
-        self.0.into_values().flat_map(BTreeMap::into_values)
+        self.0.into_values().flat_map(|names| {
+            let mut sorted: Vec<(String, V)> = names.into_iter().collect();
+            sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            sorted.into_iter().map(|(_, value)| value)
+        })
     }
 }
 
