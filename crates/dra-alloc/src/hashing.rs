@@ -3,7 +3,7 @@
 //! and PCI addresses are 12 to 40 bytes) where byte-wise FNV-1a mixed one, and interning every
 //! string of every device made that loop a visible part of indexing. HashDoS resistance buys
 //! nothing for maps built from the user's own files. No result may depend on it: the maps are
-//! only looked up, never iterated into an answer.
+//! looked up, or sorted before they are iterated into an answer.
 
 use std::hash::{BuildHasherDefault, Hasher};
 
