@@ -395,9 +395,9 @@ struct SpecialVariant {
 struct Variant {
     /// DRA-served extended resources; empty: no special claim.
     resources: BTreeSet<String>,
-    /// The nodes this variant is for, as a bit per entry of [`Attempt::extended`] in its
-    /// order: set where the node offers the resource itself (the complement of `resources`).
-    offered: Vec<u64>,
+    /// The nodes this variant is for: per entry of [`Attempt::extended`], in its order,
+    /// whether the node offers the resource itself (the complement of `resources`).
+    offered: Vec<bool>,
     special: Option<SpecialVariant>,
     /// The device pre-check's view of the claims, built on first use.
     requirement: Option<Requirement>,
@@ -414,8 +414,8 @@ struct Attempt {
     extended: BTreeMap<String, i64>,
     /// Index 0 serves nothing through DRA.
     variants: Vec<Variant>,
-    /// The `Variant::offered` bits of the node at hand (kept to reuse its buffer).
-    node_offers: Vec<u64>,
+    /// The `Variant::offered` pattern of the node at hand (kept to reuse its buffer).
+    node_offers: Vec<bool>,
     has_all_mode: bool,
     has_first_available: bool,
 }
@@ -1023,13 +1023,7 @@ impl<'a> Engine<'a> {
             }
         }
         // Variant 0 is for nodes that offer every extended resource of the pod themselves.
-        let count = attempt.extended.len();
-        attempt.variants[0].offered = (0..count.div_ceil(64))
-            .map(|word| match count - word * 64 {
-                left if left >= 64 => u64::MAX,
-                left => (1 << left) - 1,
-            })
-            .collect();
+        attempt.variants[0].offered = vec![true; attempt.extended.len()];
         Ok(attempt)
     }
 
@@ -1072,18 +1066,20 @@ impl<'a> Engine<'a> {
         if attempt.extended.is_empty() {
             return 0;
         }
-        // Node allocatable never changes during a run, but nodes are many: one lookup per
-        // resource here, then a comparison of words per variant.
+        // Nodes are many: one lookup per resource in the node's own list (none when it lists
+        // no extended resources, as usual), then a comparison of patterns per variant.
         let scalar = &self.nodes[node.0 as usize].allocatable.resources.scalar;
         let offers = &mut attempt.node_offers;
         offers.clear();
-        offers.resize(attempt.extended.len().div_ceil(64), 0);
-        if !scalar.is_empty() {
-            for (i, name) in attempt.extended.keys().enumerate() {
-                if scalar.get(name).is_some_and(|quantity| *quantity != 0) {
-                    offers[i / 64] |= 1 << (i % 64);
-                }
-            }
+        if scalar.is_empty() {
+            offers.resize(attempt.extended.len(), false);
+        } else {
+            offers.extend(
+                attempt
+                    .extended
+                    .keys()
+                    .map(|name| scalar.get(name).is_some_and(|quantity| *quantity != 0)),
+            );
         }
         if let Some(i) = attempt.variants.iter().position(|v| v.offered == *offers) {
             return i;
@@ -1091,9 +1087,9 @@ impl<'a> Engine<'a> {
         let resources: BTreeSet<String> = attempt
             .extended
             .keys()
-            .enumerate()
-            .filter(|(i, _)| offers[i / 64] & (1 << (i % 64)) == 0)
-            .map(|(_, name)| name.clone())
+            .zip(offers.iter())
+            .filter(|(_, offered)| !**offered)
+            .map(|(name, _)| name.clone())
             .collect();
         let offered = offers.clone();
         let plan = special_claim_plan(self.pods[p].pod, &resources, &self.mapping);
