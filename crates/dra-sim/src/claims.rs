@@ -86,21 +86,22 @@ impl<V> ByNamespace<V> {
 
     /// In (namespace, name) order.
     fn values(&self) -> impl Iterator<Item = &V> {
-        self.0.values().flat_map(|names| {
-            let mut sorted: Vec<(&String, &V)> = names.iter().collect();
-            sorted.sort_unstable_by(|a, b| a.0.cmp(b.0));
-            sorted.into_iter().map(|(_, value)| value)
-        })
+        self.0.values().flat_map(|names| by_name(names.iter()))
     }
 
     /// In (namespace, name) order.
     fn into_values(self) -> impl Iterator<Item = V> {
-        self.0.into_values().flat_map(|names| {
-            let mut sorted: Vec<(String, V)> = names.into_iter().collect();
-            sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            sorted.into_iter().map(|(_, value)| value)
-        })
+        self.0
+            .into_values()
+            .flat_map(|names| by_name(names.into_iter()))
     }
+}
+
+/// The values of one namespace's entries, in name order.
+fn by_name<K: Ord, V>(entries: impl Iterator<Item = (K, V)>) -> impl Iterator<Item = V> {
+    let mut sorted: Vec<(K, V)> = entries.collect();
+    sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    sorted.into_iter().map(|(_, value)| value)
 }
 
 fn namespace_of(meta: &ObjectMeta) -> String {
