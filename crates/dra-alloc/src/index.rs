@@ -16,8 +16,8 @@ use std::sync::{Arc, OnceLock};
 use dra_types::{Quantity, QuantityError};
 use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{
-    DeviceAttribute, DeviceClass, DeviceClassConfiguration, DeviceTaint, DeviceTaintRule,
-    ResourceSlice,
+    DeviceAttribute, DeviceCapacity, DeviceClass, DeviceClassConfiguration, DeviceTaint,
+    DeviceTaintRule, ResourceSlice,
 };
 
 use crate::Features;
@@ -65,7 +65,7 @@ pub enum AttrValue {
 }
 
 impl AttrValue {
-    fn from_api(attribute: &DeviceAttribute, strings: &mut Interner) -> AttrValue {
+    pub(crate) fn from_api(attribute: &DeviceAttribute, strings: &mut Interner) -> AttrValue {
         // List fields win over scalar ones when both are set, as upstream's accessor checks
         // them first.
         if let Some(v) = &attribute.ints {
@@ -559,14 +559,7 @@ pub(crate) fn prepare_slice(
     let slice_name = slice.metadata.name.clone().unwrap_or_default();
     let entry = slice_entry(slice_name, spec, strings)?;
     for (d, device) in spec.devices.iter().flatten().enumerate() {
-        // Both maps come sorted from the BTreeMaps of the wire type.
-        let attributes = device
-            .attributes
-            .iter()
-            .flatten()
-            .map(|(k, v)| (strings.get(k), AttrValue::from_api(v, strings)))
-            .collect();
-        let mut device = device_entry(&entry.name, d, device, attributes, strings)?;
+        let mut device = wire_device_entry(&entry.name, d, device, strings)?;
         add_rule_taints(&mut device, taint_rules, &entry.driver, &entry.pool);
         devices.push(device);
     }
@@ -641,19 +634,38 @@ pub(crate) fn add_rule_taints(
     }
 }
 
-/// The entry of device number `d` of slice `slice_name`, with its attributes converted
-/// already (sorted by name) and without the taints of DeviceTaintRules
-/// ([`add_rule_taints`]); fails on a quantity that does not parse.
-pub(crate) fn device_entry(
+/// The entry of the wire type's device number `d` of slice `slice_name`, without the taints
+/// of DeviceTaintRules ([`add_rule_taints`]); fails on a quantity that does not parse.
+pub(crate) fn wire_device_entry(
     slice_name: &str,
     d: usize,
     device: &k8s_openapi::api::resource::v1::Device,
-    attributes: Vec<(Arc<str>, AttrValue)>,
     strings: &mut Interner,
 ) -> Result<DeviceEntry, IndexError> {
+    // Both maps come sorted from the BTreeMaps of the wire type.
+    let attributes = device
+        .attributes
+        .iter()
+        .flatten()
+        .map(|(k, v)| (strings.get(k), AttrValue::from_api(v, strings)))
+        .collect();
+    let capacity = match &device.capacity {
+        Some(capacity) => capacities(slice_name, d, capacity, strings)?,
+        None => Vec::new(),
+    };
+    device_entry(slice_name, d, device, attributes, capacity, strings)
+}
+
+/// The capacities of device number `d` of slice `slice_name`, parsed, in name order.
+pub(crate) fn capacities(
+    slice_name: &str,
+    d: usize,
+    device_capacity: &BTreeMap<String, DeviceCapacity>,
+    strings: &mut Interner,
+) -> Result<Vec<(Arc<str>, Capacity)>, IndexError> {
     // Sized exactly: growth slack of every device adds up to fresh pages to touch.
-    let mut capacity = Vec::with_capacity(device.capacity.as_ref().map_or(0, |c| c.len()));
-    for (name, cap) in device.capacity.iter().flatten() {
+    let mut capacity = Vec::with_capacity(device_capacity.len());
+    for (name, cap) in device_capacity {
         let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
         let value = parse_quantity(strings, slice_name, || field(".value"), &cap.value)?;
         let policy = match &cap.request_policy {
@@ -722,6 +734,21 @@ pub(crate) fn device_entry(
         };
         capacity.push((strings.get(name), Capacity { value, policy }));
     }
+    Ok(capacity)
+}
+
+/// The entry of device number `d` of slice `slice_name`, with its attributes (sorted by
+/// name) and capacities converted already, and without the taints of DeviceTaintRules
+/// ([`add_rule_taints`]); the wire type's `attributes` and `capacity` are not read. Fails on
+/// a counter quantity that does not parse.
+pub(crate) fn device_entry(
+    slice_name: &str,
+    d: usize,
+    device: &k8s_openapi::api::resource::v1::Device,
+    attributes: Vec<(Arc<str>, AttrValue)>,
+    capacity: Vec<(Arc<str>, Capacity)>,
+    strings: &mut Interner,
+) -> Result<DeviceEntry, IndexError> {
     let mut consumes_counters = Vec::new();
     for (c, consumption) in device.consumes_counters.iter().flatten().enumerate() {
         let mut counters = Vec::new();

@@ -7,6 +7,9 @@
 //!   and orders it (build metadata carries no precedence).
 //! * [`parallel::map_in_order`]: a parallel map whose result does not depend on thread timing,
 //!   shared by the loader and the simulation.
+//! * [`json_subset::Cursor`]: a byte-level reader of a subset of JSON on which it agrees
+//!   with serde_json, shared by the loader's first look at a document and the index's
+//!   reading of ResourceSlice text.
 //!
 //! This crate has no knowledge of Kubernetes objects; `dra-api` and `dra-cel` build on it.
 //!
@@ -30,6 +33,7 @@
 //! assert_eq!(Semver::parse_tolerant("v1.2").unwrap().to_string(), "1.2.0");
 //! ```
 
+pub mod json_subset;
 pub mod parallel;
 mod quantity;
 mod semver;
