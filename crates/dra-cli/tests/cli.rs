@@ -286,6 +286,21 @@ fn simulate_answers_json_slices_as_the_usual_route() {
         .output()
         .expect("run dra");
     let broken = simulate(&bad);
+    // A grammar error inside a slice's spec, which the loader only skips for the index to
+    // read: reported the usual way too.
+    let garbled_path = dir.join("garbled.json");
+    let mut garbled_text = json_text.clone();
+    garbled_text.extend_from_slice(
+        br#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"garbled"},"spec":{"driver":"gpu.example.com","devices":[{"name":tru}]}}"#,
+    );
+    garbled_text.push(b'\n');
+    std::fs::write(&garbled_path, &garbled_text).expect("write");
+    let garbled_usual = Command::new(env!("CARGO_BIN_EXE_dra"))
+        .args(["simulate", "-o", "json", "-"])
+        .stdin(std::fs::File::open(&garbled_path).expect("open"))
+        .output()
+        .expect("run dra");
+    let garbled = simulate(&garbled_path);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(from_json.stdout.len() > 1000, "{}", text(&from_json.stderr));
     assert_eq!(from_json.status.code(), from_yaml.status.code());
@@ -303,6 +318,18 @@ fn simulate_answers_json_slices_as_the_usual_route() {
     assert!(
         stderr.contains(&format!("bad.json:{bad_line}")) && stderr.contains("spec.devices"),
         "{stderr}"
+    );
+    assert_eq!(garbled.status.code(), Some(2));
+    assert!(garbled.stdout.is_empty());
+    let stderr = text(&garbled.stderr);
+    assert!(
+        stderr.contains(&format!("garbled.json:{bad_line}")),
+        "{stderr}"
+    );
+    // The same message as standard input's, which always takes the usual route.
+    assert_eq!(
+        stderr.replace(garbled_path.to_str().expect("utf-8 path"), "<stdin>"),
+        text(&garbled_usual.stderr),
     );
 }
 

@@ -211,6 +211,50 @@ impl<'a> Cursor<'a> {
         Some((token, start..self.pos))
     }
 
+    /// Skips the value at the cursor, a container read only for its brackets and strings:
+    /// for a value whose text a later reader checks in full anyway (a deferred
+    /// ResourceSlice's spec). On valid JSON it ends where [`Cursor::value`] ends; on invalid
+    /// JSON it may accept (mismatched brackets, bad scalars) or answer `None`, and the later
+    /// reader reports. Strings in it are limited as [`Cursor::string`] limits them, except
+    /// that any escape is passed over.
+    pub fn skip_value_unchecked(&mut self) -> Option<()> {
+        if !matches!(self.peek()?, b'{' | b'[') {
+            return self.value(0).map(drop);
+        }
+        let bytes = self.text.as_bytes();
+        let mut pos = self.pos;
+        let mut depth = 0usize;
+        loop {
+            pos = structural_from(bytes, pos)?;
+            match bytes[pos] {
+                b'"' => {
+                    pos += 1;
+                    loop {
+                        pos = string_stop_from(bytes, pos)?;
+                        match bytes[pos] {
+                            b'"' => break,
+                            b'\\' => pos += 2,
+                            _ => return None,
+                        }
+                    }
+                    pos += 1;
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    pos += 1;
+                }
+                _ => {
+                    depth -= 1;
+                    pos += 1;
+                    if depth == 0 {
+                        self.pos = pos;
+                        return Some(());
+                    }
+                }
+            }
+        }
+    }
+
     /// A string without `\u` escapes or control characters.
     pub fn string(&mut self) -> Option<Token> {
         let bytes = self.text.as_bytes();
@@ -283,6 +327,35 @@ impl<'a> Cursor<'a> {
 /// string's plain run of text stops.
 pub fn find_string_stop(bytes: &[u8]) -> Option<usize> {
     string_stop_from(bytes, 0)
+}
+
+/// The offset of the first quote or bracket (`{}[]`) in `bytes` at or after `pos`, eight
+/// bytes at a time as [`string_stop_from`]; `| 0x20` maps `[` and `]` onto `{` and `}` and
+/// no other byte onto either.
+#[inline]
+fn structural_from(bytes: &[u8], mut pos: usize) -> Option<usize> {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGH_BITS: u64 = ONES << 7;
+    let equal = |word: u64, byte: u8| {
+        let x = word ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x
+    };
+    while let Some(&chunk) = bytes.get(pos..).and_then(|rest| rest.first_chunk::<8>()) {
+        let word = u64::from_le_bytes(chunk);
+        let folded = word | (ONES * 0x20);
+        let marks = (equal(word, b'"') | equal(folded, b'{') | equal(folded, b'}')) & HIGH_BITS;
+        if marks != 0 {
+            return Some(pos + marks.trailing_zeros() as usize / 8);
+        }
+        pos += 8;
+    }
+    while let Some(&byte) = bytes.get(pos) {
+        if matches!(byte, b'"' | b'{' | b'}' | b'[' | b']') {
+            return Some(pos);
+        }
+        pos += 1;
+    }
+    None
 }
 
 /// The offset of the first quote, backslash or control character in `bytes` at or after
@@ -371,6 +444,33 @@ mod tests {
                 ("d", Token::Object, r#"{"e":0}"#),
             ]
         );
+    }
+
+    /// On valid JSON the unchecked skip ends where the checked read ends.
+    #[test]
+    fn skips_containers_to_where_a_read_ends() {
+        let texts = [
+            r#"{"a":[1,{"b":"}]{["}],"c":"\\\"","d":{}}"#,
+            r#"[{"x":"a\\"},[],[[]],"]", true, null, -3]"#,
+            "{ \"s\" : \"plain text longer than a word\" , \"t\":[ \"[\" ] }",
+            r#""just a string""#,
+            "17",
+        ];
+        for text in texts {
+            let mut read = Cursor::new(text);
+            read.value(0).expect("valid");
+            let mut skip = Cursor::new(text);
+            skip.skip_value_unchecked().expect("skipped");
+            assert_eq!(skip.pos(), read.pos(), "{text}");
+            // the same within a longer text
+            let longer = format!("{text} ,\"rest\"]");
+            let mut skip = Cursor::new(&longer);
+            skip.skip_value_unchecked().expect("skipped");
+            assert_eq!(skip.pos(), read.pos(), "{longer}");
+        }
+        for unfinished in [r#"{"a":["#, r#"{"a":"b"#, r#"["\"#] {
+            assert_eq!(Cursor::new(unfinished).skip_value_unchecked(), None);
+        }
     }
 
     #[test]

@@ -679,7 +679,7 @@ fn json_direct(
         if rest.is_empty() {
             break;
         }
-        let (head, length) = match scan_object(rest) {
+        let (head, length) = match scan_object(rest, options.defer_slices) {
             Some(scanned) => scanned,
             // Outside what the scanner reads: serde decides, as a stream would.
             None => {
