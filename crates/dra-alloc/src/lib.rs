@@ -59,7 +59,7 @@ pub use index::{
     taint_rule_selects,
 };
 pub use pools::{NodePools, PoolView};
-pub use result::stable_uuid;
+pub use result::{stable_uuid, stable_uuid_of_parts};
 pub use search::tolerates_taint;
 pub use selectors::{Match, SelSetId, SelectorFailure, SelectorOrigin};
 pub use state::{AllocatedState, StateError};

@@ -97,28 +97,54 @@ fn share_id(
     pool: &str,
     device: &str,
 ) -> String {
-    let text = format!(
-        "{}\0{}\0{position}\0{driver}\0{pool}\0{device}",
-        claim.namespace, claim.name
-    );
-    stable_uuid(text.as_bytes())
+    let position = position.to_string();
+    stable_uuid_of_parts(&[
+        claim.namespace.as_bytes(),
+        claim.name.as_bytes(),
+        position.as_bytes(),
+        driver.as_bytes(),
+        pool.as_bytes(),
+        device.as_bytes(),
+    ])
 }
 
 /// A version-4-shaped UUID derived from `bytes` (two FNV-1a hashes), for identifiers that
 /// Kubernetes draws at random and a reproducible simulation must not.
 pub fn stable_uuid(bytes: &[u8]) -> String {
-    let hi = fnv1a64(bytes, 0xcbf2_9ce4_8422_2325);
-    let lo = fnv1a64(bytes, 0x8422_2325_cbf2_9ce4);
+    stable_uuid_of_parts(&[bytes])
+}
+
+/// [`stable_uuid`] of `parts` joined by NUL bytes, without joining them.
+pub fn stable_uuid_of_parts(parts: &[&[u8]]) -> String {
+    let hash = |seed: u64| {
+        let mut hash = seed;
+        for (i, part) in parts.iter().enumerate() {
+            if i > 0 {
+                hash = fnv1a64(&[0], hash);
+            }
+            hash = fnv1a64(part, hash);
+        }
+        hash
+    };
+    let hi = hash(0xcbf2_9ce4_8422_2325);
+    let lo = hash(0x8422_2325_cbf2_9ce4);
     let hi = (hi & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
     let lo = (lo & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
-    format!(
-        "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
-        hi >> 32,
-        (hi >> 16) & 0xffff,
-        hi & 0xffff,
-        lo >> 48,
-        lo & 0xffff_ffff_ffff
-    )
+    // 8-4-4-4-12 hexadecimal digits: the high word's 16, then the low word's 16.
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(36);
+    for (i, nibble) in (0..16)
+        .rev()
+        .map(|k| (hi >> (4 * k)) & 0xf)
+        .chain((0..16).rev().map(|k| (lo >> (4 * k)) & 0xf))
+        .enumerate()
+    {
+        if matches!(i, 8 | 12 | 16 | 20) {
+            text.push('-');
+        }
+        text.push(char::from(DIGITS[nibble as usize]));
+    }
+    text
 }
 
 fn fnv1a64(bytes: &[u8], seed: u64) -> u64 {
@@ -298,5 +324,35 @@ fn add_new_requirements(from: &[NodeSelectorRequirement], to: &mut Vec<NodeSelec
         if !present {
             to.push(requirement.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The values of the joined text's FNV-1a hashes, computed independently.
+    #[test]
+    fn stable_uuids_are_version_4_shaped_hashes_of_the_joined_parts() {
+        assert_eq!(stable_uuid(b""), "cbf29ce4-8422-4325-8422-2325cbf29ce4");
+        assert_eq!(
+            stable_uuid(b"Pod\0default\0web-0"),
+            "757c43be-0b88-410e-be4a-62d4dcf4ba79"
+        );
+        assert_eq!(
+            stable_uuid_of_parts(&[b"Pod", b"default", b"web-0"]),
+            "757c43be-0b88-410e-be4a-62d4dcf4ba79"
+        );
+        assert_eq!(
+            stable_uuid_of_parts(&[
+                b"ns",
+                b"claim",
+                b"0",
+                b"nic.example.com",
+                b"node-1",
+                b"nic-0"
+            ]),
+            "8063ce0c-27e8-4714-8dcb-ef8d2100a89b"
+        );
     }
 }

@@ -266,7 +266,7 @@ enum TemplateClaims {
 /// A deterministic UID for an object that has none (hand-written input): the scheduler and
 /// the eviction controller match pods by UID in `reservedFor`.
 pub fn stable_uid(kind: &str, namespace: &str, name: &str) -> String {
-    dra_alloc::stable_uuid(format!("{kind}\0{namespace}\0{name}").as_bytes())
+    dra_alloc::stable_uuid_of_parts(&[kind.as_bytes(), namespace.as_bytes(), name.as_bytes()])
 }
 
 /// The pod's UID, or a [`stable_uid`] when the input has none.
