@@ -26,8 +26,9 @@ pub struct Cli {
     #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 
-    /// Print how long each phase of the command took on stderr, with the resident memory at
-    /// its end (`load`, then for `simulate` `index`, `simulate` and `output`, then `rest`).
+    /// Print how long each phase of the command took on stderr (wall and CPU time), with the
+    /// resident memory at its end (`load`, then for `simulate` `index`, `simulate` and
+    /// `output`, then `rest`).
     #[arg(long, global = true)]
     pub timings: bool,
 }

@@ -358,11 +358,23 @@ fn timings_go_to_stderr_and_leave_the_answer_alone() {
         "{stderr}"
     );
     if cfg!(target_os = "linux") {
-        // Every phase with the resident memory at its end and the anonymous part of it.
+        // Every phase with the process's CPU time in it, the resident memory at its end and
+        // the anonymous part of it; the total with its CPU time.
+        let mut cpu_in_phases = 0.0;
         for line in stderr.lines().filter(|l| l.starts_with("timing: ")) {
             let total = line.starts_with("timing: total ");
             assert_eq!(line.contains(" MiB resident, "), !total, "{line}");
             assert_eq!(line.ends_with(" MiB anonymous"), !total, "{line}");
+            let cpu: f64 = line
+                .split_once(" ms (")
+                .and_then(|(_, rest)| rest.split_once(" ms cpu)"))
+                .and_then(|(cpu, _)| cpu.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no CPU time: {line}"));
+            if total {
+                assert_eq!(cpu, cpu_in_phases, "{stderr}");
+            } else {
+                cpu_in_phases += cpu;
+            }
         }
     }
     assert!(!text(&plain.stderr).contains("timing:"));
