@@ -1,14 +1,14 @@
 //! ResourceSlices given as JSON text ([`SliceInput::Json`](crate::SliceInput)), read straight
 //! into the index's form by a byte-level reader ([`dra_types::json_subset::Cursor`]) instead
 //! of serde's visitor per node, which was a third of a small run's instructions: the slice,
-//! its spec, its devices, their attributes and capacities are read by hand, every other part
-//! is decoded with its k8s-openapi type from its own text.
+//! its spec, its devices, their attributes, capacities and request policies are read by hand,
+//! every other part is decoded with its k8s-openapi type from its own text.
 //!
 //! The reader accepts part of what the wire type accepts and gives the same index for it:
 //! the same fields with the same types, unknown fields skipped, missing ones defaulted,
 //! `null` as absent. Where a device, its attribute map, one attribute or its capacity map
 //! takes a shape the reader does not follow (a field given twice, which the wire type keeps
-//! the last of; a list attribute; a request policy; an escaped name; a type error), that part
+//! the last of; a list attribute; a list of valid values; an escaped name; a type error), that part
 //! alone is decoded with its wire type from its text. Anything outside the JSON subset the
 //! cursor reads, and anything odd at the slice or spec level, sends the whole text to
 //! [`prepare_json`]'s second way, decoding the wire type and converting it like any object,

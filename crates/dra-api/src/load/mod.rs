@@ -49,7 +49,8 @@ pub struct LoadOptions {
     /// text (with only the metadata decoded), for a caller that decodes them itself
     /// (`dra_alloc::SliceInput::Json`): decoding slices into k8s-openapi objects and holding
     /// them is most of the time and memory of loading a device-heavy cluster. The loader does
-    /// not check such text any further, so a caller that meets text that does not decode
+    /// not check such text any further (not even the JSON grammar of its `spec`, which it
+    /// only skips by brackets and strings), so a caller that meets text that does not decode
     /// loads again without this option to report it.
     pub defer_slices: bool,
 }
