@@ -16,7 +16,9 @@
 //! allows), come without sorting.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeSet, BinaryHeap};
+
+use dra_alloc::hashing::WordHashMap;
 
 use dra_alloc::NodeId;
 
@@ -56,7 +58,7 @@ pub struct NodeClasses {
     classes: Vec<NodeClass>,
     /// Key of each class in use (`None`: recycled).
     keys: Vec<Option<ClassKey>>,
-    by_key: HashMap<ClassKey, u32>,
+    by_key: WordHashMap<ClassKey, u32>,
     recycled: Vec<u32>,
     /// Classes with members.
     live: BTreeSet<u32>,
@@ -65,7 +67,7 @@ pub struct NodeClasses {
 impl NodeClasses {
     /// Classes of `nodes` (indexed by node id); `rank` is each node's position in name order.
     pub fn new(nodes: &[SimNode], rank: &[usize]) -> NodeClasses {
-        let mut shapes: HashMap<Shape, u32> = HashMap::new();
+        let mut shapes: WordHashMap<Shape, u32> = WordHashMap::default();
         let shape_of = nodes
             .iter()
             .map(|node| {
@@ -83,7 +85,7 @@ impl NodeClasses {
             class_of: vec![u32::MAX; nodes.len()],
             classes: Vec::new(),
             keys: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: WordHashMap::default(),
             recycled: Vec::new(),
             live: BTreeSet::new(),
         };

@@ -12,7 +12,7 @@
 //! search step), so the report is the same to the last figure as visiting every node
 //! ([`run_first_fit_every_node`]).
 
-use std::collections::HashMap;
+use dra_alloc::hashing::WordHashMap;
 
 use dra_alloc::{AllocatedState, Index, NodeId, Outcome, PreparedClaim, allocate, rejection_key};
 use k8s_openapi::api::core::v1::Pod;
@@ -99,7 +99,7 @@ fn claim_display(claim: &ResourceClaim) -> String {
 #[derive(Debug)]
 struct KnownRejections {
     enabled: bool,
-    leading: HashMap<Vec<u64>, usize>,
+    leading: WordHashMap<Vec<u64>, usize>,
     /// Per node position: the lowest position of a node that shares a pool with it.
     lowest_sharer: Vec<usize>,
 }
@@ -137,7 +137,7 @@ impl KnownRejections {
         }
         KnownRejections {
             enabled,
-            leading: HashMap::new(),
+            leading: WordHashMap::default(),
             lowest_sharer,
         }
     }
