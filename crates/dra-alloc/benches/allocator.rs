@@ -1,6 +1,7 @@
 //! Hot paths of the allocator on generated HGX clusters (`cargo bench -p dra-alloc`):
-//! indexing a snapshot, evaluating a selector set over a node's devices, one `Allocate` call
-//! that succeeds, and one that a full node rejects.
+//! indexing a snapshot (from objects, and from JSON text as `dra simulate` hands it over),
+//! evaluating a selector set over a node's devices, one `Allocate` call that succeeds, and
+//! one that a full node rejects.
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use dra_alloc::{
@@ -16,14 +17,19 @@ fn cluster(nodes: u32) -> dra_gen::Cluster {
 }
 
 fn index_of(cluster: &dra_gen::Cluster) -> Index {
+    let slices = cluster
+        .resource_slices
+        .iter()
+        .map(SliceInput::from)
+        .collect();
+    index_with(cluster, slices)
+}
+
+fn index_with(cluster: &dra_gen::Cluster, slices: Vec<SliceInput<'_>>) -> Index {
     Index::build(
         &IndexInput {
             nodes: cluster.nodes.iter().collect(),
-            slices: cluster
-                .resource_slices
-                .iter()
-                .map(SliceInput::from)
-                .collect(),
+            slices,
             classes: cluster.device_classes.iter().collect(),
             taint_rules: Vec::new(),
         },
@@ -51,6 +57,15 @@ fn benches(c: &mut Criterion) {
     c.bench_function("index/build 100 HGX nodes (1,200 devices)", |b| {
         b.iter(|| index_of(&small))
     });
+    let texts: Vec<String> = small
+        .resource_slices
+        .iter()
+        .map(|slice| serde_json::to_string(slice).expect("encode"))
+        .collect();
+    c.bench_function(
+        "index/build 100 HGX nodes (1,200 devices) from JSON text",
+        |b| b.iter(|| index_with(&small, texts.iter().map(|t| SliceInput::Json(t)).collect())),
+    );
 
     let claim = claim(&small);
     c.bench_function("selectors/first evaluation on one node (12 devices)", |b| {
