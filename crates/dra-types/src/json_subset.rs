@@ -323,34 +323,43 @@ impl<'a> Cursor<'a> {
     }
 }
 
-/// The offset of the first quote, backslash or control character in `bytes`: where a
-/// string's plain run of text stops.
-pub fn find_string_stop(bytes: &[u8]) -> Option<usize> {
-    string_stop_from(bytes, 0)
+/// Bytes equal to `byte` in each of the eight bytes of `word`, as high bits:
+/// `x.wrapping_sub(ONES * n) & !x & HIGH_BITS` marks the bytes of `x` below `n`, and a byte
+/// equal to `byte` is one below 1 after `^ byte`. Only the lowest mark is always exact (a
+/// borrow only runs upwards), which is all [`first_stop_from`] reads.
+#[inline]
+fn bytes_below(word: u64, n: u8) -> u64 {
+    word.wrapping_sub(ONES * u64::from(n)) & !word & HIGH_BITS
 }
 
-/// The offset of the first quote or bracket (`{}[]`) in `bytes` at or after `pos`, eight
-/// bytes at a time as [`string_stop_from`]; `| 0x20` maps `[` and `]` onto `{` and `}` and
-/// no other byte onto either.
 #[inline]
-fn structural_from(bytes: &[u8], mut pos: usize) -> Option<usize> {
-    const ONES: u64 = u64::MAX / 255;
-    const HIGH_BITS: u64 = ONES << 7;
-    let equal = |word: u64, byte: u8| {
-        let x = word ^ (ONES * u64::from(byte));
-        x.wrapping_sub(ONES) & !x
-    };
+fn bytes_equal(word: u64, byte: u8) -> u64 {
+    bytes_below(word ^ (ONES * u64::from(byte)), 1)
+}
+
+const ONES: u64 = u64::MAX / 255;
+const HIGH_BITS: u64 = ONES << 7;
+
+/// The offset of the first byte at or after `pos` that `is_stop` accepts, eight bytes at a
+/// time: `marks` gives a word's stop bytes as high bits (the lowest one exact), `is_stop`
+/// judges the last few bytes one by one. Most strings are short, so there is no setup before
+/// the first word; a byte-wise loop made the scan cost more than serde's.
+#[inline]
+fn first_stop_from(
+    bytes: &[u8],
+    mut pos: usize,
+    marks: impl Fn(u64) -> u64,
+    is_stop: impl Fn(u8) -> bool,
+) -> Option<usize> {
     while let Some(&chunk) = bytes.get(pos..).and_then(|rest| rest.first_chunk::<8>()) {
-        let word = u64::from_le_bytes(chunk);
-        let folded = word | (ONES * 0x20);
-        let marks = (equal(word, b'"') | equal(folded, b'{') | equal(folded, b'}')) & HIGH_BITS;
-        if marks != 0 {
-            return Some(pos + marks.trailing_zeros() as usize / 8);
+        let found = marks(u64::from_le_bytes(chunk));
+        if found != 0 {
+            return Some(pos + found.trailing_zeros() as usize / 8);
         }
         pos += 8;
     }
     while let Some(&byte) = bytes.get(pos) {
-        if matches!(byte, b'"' | b'{' | b'}' | b'[' | b']') {
+        if is_stop(byte) {
             return Some(pos);
         }
         pos += 1;
@@ -359,54 +368,59 @@ fn structural_from(bytes: &[u8], mut pos: usize) -> Option<usize> {
 }
 
 /// The offset of the first quote, backslash or control character in `bytes` at or after
-/// `pos`.
-///
-/// Eight bytes at a time (strings are most of a document's bytes, and a byte-wise loop made
-/// this scan cost more than serde's): `x.wrapping_sub(ONES * n) & !x & HIGH_BITS` marks the
-/// bytes of `x` below `n`; the lowest mark is always exact (a borrow only runs upwards). Most
-/// strings are short, so there is no setup before the first word.
+/// `pos`: where a string's plain run of text stops.
 #[inline]
-fn string_stop_from(bytes: &[u8], mut pos: usize) -> Option<usize> {
-    const ONES: u64 = u64::MAX / 255;
-    const HIGH_BITS: u64 = ONES << 7;
-    let below = |word: u64, n: u8| word.wrapping_sub(ONES * u64::from(n)) & !word;
-    while let Some(&chunk) = bytes.get(pos..).and_then(|rest| rest.first_chunk::<8>()) {
-        let word = u64::from_le_bytes(chunk);
-        let marks = (below(word, 0x20)
-            | below(word ^ (ONES * u64::from(b'"')), 1)
-            | below(word ^ (ONES * u64::from(b'\\')), 1))
-            & HIGH_BITS;
-        if marks != 0 {
-            return Some(pos + marks.trailing_zeros() as usize / 8);
-        }
-        pos += 8;
-    }
-    while let Some(&byte) = bytes.get(pos) {
-        if byte == b'"' || byte == b'\\' || byte < 0x20 {
-            return Some(pos);
-        }
-        pos += 1;
-    }
-    None
+fn string_stop_from(bytes: &[u8], pos: usize) -> Option<usize> {
+    first_stop_from(
+        bytes,
+        pos,
+        |word| bytes_below(word, 0x20) | bytes_equal(word, b'"') | bytes_equal(word, b'\\'),
+        |byte| byte == b'"' || byte == b'\\' || byte < 0x20,
+    )
+}
+
+/// The offset of the first quote or bracket (`{}[]`) in `bytes` at or after `pos`; `| 0x20`
+/// maps `[` and `]` onto `{` and `}` and no other byte onto either.
+#[inline]
+fn structural_from(bytes: &[u8], pos: usize) -> Option<usize> {
+    first_stop_from(
+        bytes,
+        pos,
+        |word| {
+            let folded = word | (ONES * 0x20);
+            bytes_equal(word, b'"') | bytes_equal(folded, b'{') | bytes_equal(folded, b'}')
+        },
+        |byte| matches!(byte, b'"' | b'{' | b'}' | b'[' | b']'),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// Every stop byte of both scans at every position of runs longer than a word, from
+    /// every start before it, and none at all.
     #[test]
-    fn finds_where_a_plain_run_of_string_text_stops() {
-        // every stop byte at every position of runs longer than a word, and none at all
-        for len in 0..20 {
-            let plain = "aé~\u{7f}".repeat(len).into_bytes();
-            assert_eq!(find_string_stop(&plain), None);
-            for at in 0..=plain.len() {
-                for stop in [b'"', b'\\', 0x00, 0x1f] {
-                    let mut text = plain.clone();
-                    text.insert(at, stop);
-                    // a later stop of another kind does not hide the first
-                    text.push(b'"');
-                    assert_eq!(find_string_stop(&text), Some(at), "{stop} at {at}");
+    fn finds_where_a_plain_run_stops() {
+        type Scan = fn(&[u8], usize) -> Option<usize>;
+        let scans: [(Scan, &[u8], &str); 2] = [
+            (string_stop_from, b"\"\\\x00\x1f", "aé~\u{7f}{[]}"),
+            (structural_from, b"\"{}[]", "aé~\u{7f}\\\x00;Z|\\"),
+        ];
+        for (scan, stops, plain) in scans {
+            for len in 0..20 {
+                let plain = plain.repeat(len).into_bytes();
+                assert_eq!(scan(&plain, 0), None);
+                for at in 0..=plain.len() {
+                    for &stop in stops {
+                        let mut text = plain.clone();
+                        text.insert(at, stop);
+                        // a later stop of another kind does not hide the first
+                        text.push(b'"');
+                        for from in [0, at / 2, at] {
+                            assert_eq!(scan(&text, from), Some(at), "{stop} at {at} from {from}");
+                        }
+                    }
                 }
             }
         }
