@@ -532,7 +532,9 @@ impl SliceReader<'_> {
             cursor,
             depth,
             |reader, cursor| {
-                let mut capacity: Vec<(Arc<str>, Capacity)> = Vec::new();
+                // Room for one, what devices mostly have: the list is kept as it is, and
+                // growth slack of every device adds up to fresh pages to touch.
+                let mut capacity: Vec<(Arc<str>, Capacity)> = Vec::with_capacity(1);
                 cursor.members(inner, |cursor, key| {
                     let name = cursor.plain_str(key)?;
                     // In name order, each name once, as the wire type's `BTreeMap` gives them.
@@ -543,6 +545,7 @@ impl SliceReader<'_> {
                     capacity.push((reader.strings.get(name), value));
                     Some(())
                 })?;
+                // Does nothing for a device of one capacity.
                 capacity.shrink_to_fit();
                 Some(capacity)
             },
