@@ -264,42 +264,44 @@ fn simulate_answers_json_slices_as_the_usual_route() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let json = dir.join("cluster.json");
     let yaml = dir.join("cluster.yaml");
-    let bad = dir.join("bad.json");
     let json_text = generate("json");
     std::fs::write(&json, &json_text).expect("write");
     std::fs::write(&yaml, generate("yaml")).expect("write");
-    let mut bad_text = json_text.clone();
-    bad_text.extend_from_slice(
+    // The cluster with one more slice document at its end, on the line returned.
+    let with_slice = |name: &str, slice: &[u8]| {
+        let mut text = json_text.clone();
+        text.extend_from_slice(slice);
+        text.push(b'\n');
+        let path = dir.join(name);
+        std::fs::write(&path, &text).expect("write");
+        (path, text.iter().filter(|&&b| b == b'\n').count())
+    };
+    let (bad, bad_line) = with_slice(
+        "bad.json",
         br#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"broken"},"spec":{"driver":"gpu.example.com","devices":5}}"#,
     );
-    bad_text.push(b'\n');
-    let bad_line = bad_text.iter().filter(|&&b| b == b'\n').count();
-    std::fs::write(&bad, &bad_text).expect("write");
+    // A grammar error inside a slice's spec, which the loader only skips for the index to
+    // read: reported the usual way too.
+    let (garbled_path, garbled_line) = with_slice(
+        "garbled.json",
+        br#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"garbled"},"spec":{"driver":"gpu.example.com","devices":[{"name":tru}]}}"#,
+    );
     let simulate = |path: &std::path::Path| {
         dra(&["simulate", "-o", "json", path.to_str().expect("utf-8 path")])
     };
+    // Standard input always takes the usual route.
+    let simulate_stdin = |path: &std::path::Path| {
+        Command::new(env!("CARGO_BIN_EXE_dra"))
+            .args(["simulate", "-o", "json", "-"])
+            .stdin(std::fs::File::open(path).expect("open"))
+            .output()
+            .expect("run dra")
+    };
     let from_json = simulate(&json);
     let from_yaml = simulate(&yaml);
-    let from_stdin = Command::new(env!("CARGO_BIN_EXE_dra"))
-        .args(["simulate", "-o", "json", "-"])
-        .stdin(std::fs::File::open(&json).expect("open"))
-        .output()
-        .expect("run dra");
+    let from_stdin = simulate_stdin(&json);
     let broken = simulate(&bad);
-    // A grammar error inside a slice's spec, which the loader only skips for the index to
-    // read: reported the usual way too.
-    let garbled_path = dir.join("garbled.json");
-    let mut garbled_text = json_text.clone();
-    garbled_text.extend_from_slice(
-        br#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"garbled"},"spec":{"driver":"gpu.example.com","devices":[{"name":tru}]}}"#,
-    );
-    garbled_text.push(b'\n');
-    std::fs::write(&garbled_path, &garbled_text).expect("write");
-    let garbled_usual = Command::new(env!("CARGO_BIN_EXE_dra"))
-        .args(["simulate", "-o", "json", "-"])
-        .stdin(std::fs::File::open(&garbled_path).expect("open"))
-        .output()
-        .expect("run dra");
+    let garbled_usual = simulate_stdin(&garbled_path);
     let garbled = simulate(&garbled_path);
     let _ = std::fs::remove_dir_all(&dir);
     assert!(from_json.stdout.len() > 1000, "{}", text(&from_json.stderr));
@@ -323,7 +325,7 @@ fn simulate_answers_json_slices_as_the_usual_route() {
     assert!(garbled.stdout.is_empty());
     let stderr = text(&garbled.stderr);
     assert!(
-        stderr.contains(&format!("garbled.json:{bad_line}")),
+        stderr.contains(&format!("garbled.json:{garbled_line}")),
         "{stderr}"
     );
     // The same message as standard input's, which always takes the usual route.
