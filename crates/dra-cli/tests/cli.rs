@@ -34,6 +34,21 @@ fn version_and_help_succeed() {
     }
 }
 
+/// build.rs links the executables at a fixed address on GNU/Linux: the ELF header's type
+/// is `ET_EXEC` (2), not the position-independent `ET_DYN` (3), so the loader has no
+/// pointers to patch at start.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn executables_are_linked_at_a_fixed_address() {
+    for exe in [env!("CARGO_BIN_EXE_dra"), env!("CARGO_BIN_EXE_kubectl-dra")] {
+        let mut header = [0u8; 18];
+        std::io::Read::read_exact(&mut std::fs::File::open(exe).expect("open"), &mut header)
+            .expect("read the ELF header");
+        assert_eq!(&header[..4], b"\x7fELF", "{exe}");
+        assert_eq!(u16::from_le_bytes([header[16], header[17]]), 2, "{exe}");
+    }
+}
+
 #[test]
 fn usage_errors_exit_2() {
     assert_eq!(dra(&["no-such-command"]).status.code(), Some(2));
