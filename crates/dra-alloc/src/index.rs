@@ -249,7 +249,7 @@ impl DeviceEntry {
     /// Whether the device's CEL view converts without error, the condition for answering a
     /// selector by its [`dra_cel::Shortcut`]: every attribute has a value and every version is
     /// one [`dra_cel::version_converts`] accepts (otherwise every evaluation on the device fails).
-    /// Decided when the index is built ([`Interner::version_converts`] parses each distinct
+    /// Decided when the index is built (`Interner::version_converts` parses each distinct
     /// version once).
     pub fn cel_converts(&self) -> bool {
         self.cel_converts

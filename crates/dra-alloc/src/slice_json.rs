@@ -14,9 +14,15 @@
 //! [`prepare_json`]'s second way, decoding the wire type and converting it like any object,
 //! so which way a slice took never shows in the answer. Parts decode alone exactly as within
 //! the whole text because the cursor limits nesting to half of serde_json's limit.
+//!
+//! Devices of one slice mostly repeat each other's attribute values and capacities; the
+//! reader keeps the previous device's values with their byte ranges ([`PreviousDevice`])
+//! and takes a value again, without reading it, where the same object's bytes come at the
+//! same position under the same name.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::sync::Arc;
 
 use dra_types::Quantity;
@@ -75,7 +81,11 @@ fn prepare_direct(
     let before = devices.len();
     let mut cursor = Cursor::new(text);
     cursor.skip_whitespace();
-    let mut reader = SliceReader { strings, devices };
+    let mut reader = SliceReader {
+        strings,
+        devices,
+        previous: PreviousDevice::default(),
+    };
     let (metadata, spec) = reader.slice(&mut cursor)?;
     cursor.skip_whitespace();
     if cursor.pos() != text.len() {
@@ -171,6 +181,32 @@ fn null(cursor: &mut Cursor<'_>, depth: usize) -> Option<bool> {
 struct SliceReader<'s> {
     strings: &'s mut Interner,
     devices: &'s mut Vec<DeviceEntry>,
+    previous: PreviousDevice,
+}
+
+/// What the reader took from the previous device's text, by position: a driver describes the
+/// devices of a slice alike (the GPUs of a node share model, architecture, driver and CUDA
+/// versions, NUMA node, memory), and bytes equal to an attribute value or a capacity map
+/// already read decode to the same value. A JSON object ends at its own closing brace, so a
+/// complete object's text found again at the cursor is that object, whatever follows.
+#[derive(Default)]
+struct PreviousDevice {
+    /// Attributes in the order of the text, with the byte range of each value (an object).
+    attributes: Vec<(Arc<str>, AttrValue, Range<usize>)>,
+    /// The device being read's, while it is read.
+    next: Vec<(Arc<str>, AttrValue, Range<usize>)>,
+    /// The capacity map's byte range (an object) and its entries.
+    capacity: Option<(Range<usize>, Capacities)>,
+}
+
+/// A device's capacities, in name order.
+type Capacities = Vec<(Arc<str>, Capacity)>;
+
+/// Whether the object that `text` holds at `range` is written again at `at`.
+fn same_object_at(text: &str, range: &Range<usize>, at: usize) -> bool {
+    let bytes = text.as_bytes();
+    let object = &bytes[range.clone()];
+    object.first() == Some(&b'{') && bytes[at..].starts_with(object)
 }
 
 type SliceParts = (Option<ObjectMeta>, Option<ResourceSliceSpec>);
@@ -418,13 +454,34 @@ impl SliceReader<'_> {
             cursor,
             depth,
             |reader, cursor| {
-                let mut attributes = Vec::new();
+                let text = cursor.text();
+                reader.previous.next.clear();
+                let mut attributes = Vec::with_capacity(reader.previous.attributes.len());
                 cursor.members(inner, |cursor, key| {
                     let name = cursor.plain_str(key)?;
-                    let value = reader.attribute(cursor, inner)?;
-                    attributes.push((reader.strings.get(name), value));
+                    let start = cursor.pos();
+                    let same = reader.previous.attributes.get(attributes.len()).filter(
+                        |(known, _, range)| **known == *name && same_object_at(text, range, start),
+                    );
+                    let (name, value) = if let Some((known, value, range)) = same {
+                        cursor.set_pos(start + range.len());
+                        (known.clone(), value.clone())
+                    } else {
+                        let value = reader.attribute(cursor, inner)?;
+                        (reader.strings.get(name), value)
+                    };
+                    let range = start..cursor.pos();
+                    reader
+                        .previous
+                        .next
+                        .push((name.clone(), value.clone(), range));
+                    attributes.push((name, value));
                     Some(())
                 })?;
+                // This device's, in the order of the text, for the next one.
+                let previous = &mut reader.previous;
+                std::mem::swap(&mut previous.attributes, &mut previous.next);
+                previous.next.clear();
                 if !attributes.is_sorted_by(|a, b| a.0 < b.0) {
                     attributes.sort_by(|a, b| a.0.cmp(&b.0));
                     // A name given twice: the wire type keeps the last.
@@ -532,6 +589,13 @@ impl SliceReader<'_> {
             cursor,
             depth,
             |reader, cursor| {
+                let start = cursor.pos();
+                if let Some((range, capacity)) = &reader.previous.capacity
+                    && same_object_at(cursor.text(), range, start)
+                {
+                    cursor.set_pos(start + range.len());
+                    return Some(capacity.clone());
+                }
                 // Room for one, what devices mostly have: the list is kept as it is, and
                 // growth slack of every device adds up to fresh pages to touch.
                 let mut capacity: Vec<(Arc<str>, Capacity)> = Vec::with_capacity(1);
@@ -547,6 +611,7 @@ impl SliceReader<'_> {
                 })?;
                 // Does nothing for a device of one capacity.
                 capacity.shrink_to_fit();
+                reader.previous.capacity = Some((start..cursor.pos(), capacity.clone()));
                 Some(capacity)
             },
             |reader, map: BTreeMap<String, DeviceCapacity>| {
@@ -646,7 +711,9 @@ impl SliceReader<'_> {
 mod tests {
     use super::*;
 
-    /// A slice with attributes of each kind, capacities, counters, taints and node fields.
+    /// A slice with attributes of each kind, capacities, counters, taints and node fields;
+    /// gpu-2 repeats most of gpu-0's attributes and its capacities, and gpu-1 its first
+    /// attribute, as devices of one slice do.
     const BASE: &str = r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice",
         "metadata":{"name":"s1","labels":{"a":"b"}},
         "spec":{"driver":"gpu.example.com","nodeName":"node-1",
@@ -658,6 +725,9 @@ mod tests {
              "capacity":{"memory":{"value":"80Gi"}},
              "consumesCounters":[{"counterSet":"set","counters":{"mem":{"value":"10Gi"}}}],
              "taints":[{"key":"k","effect":"NoSchedule"}]},
+            {"name":"gpu-2","attributes":{"model":{"string":"H100"},"index":{"int":2},
+               "driverVersion":{"version":"1.2.3"},"healthy":{"bool":true}},
+             "capacity":{"memory":{"value":"80Gi"}}},
             {"name":"gpu-1","attributes":{"model":{"string":"H100"}},"bindsToNode":true,
              "bindingConditions":["ready"],"allowMultipleAllocations":false}
           ]}}"#;
@@ -970,6 +1040,48 @@ mod tests {
             serde_json::Value::Object(map) => map.values_mut().any(|v| replace_nth(v, n, with)),
             serde_json::Value::Array(list) => list.iter_mut().any(|v| replace_nth(v, n, with)),
             _ => false,
+        }
+    }
+
+    /// Devices read after one another whose attributes or capacities repeat the previous
+    /// device's text in part: the same value under another name, a value that the previous
+    /// one's text is a prefix of, the same entries in another order or with white space.
+    /// Each pair, and the first again after it: the same answer as the wire type.
+    #[test]
+    fn repeated_device_text_indexes_like_the_wire_type() {
+        let rules: Vec<&DeviceTaintRule> = Vec::new();
+        let attributes = [
+            r#"{"a":{"int":1}}"#,
+            r#"{"b":{"int":1}}"#,
+            r#"{"a":{"int":12}}"#,
+            r#"{"a":{"int":1},"b":{"int":1}}"#,
+            r#"{"b":{"int":1},"a":{"int":1}}"#,
+            r#"{"a":{"string":"H100"}}"#,
+            r#"{"a":{"string":"H100"} ,"b":{ "int":1}}"#,
+            r#"{"a":{"version":"1.0.0"}}"#,
+        ];
+        let capacities = [
+            r#"{"memory":{"value":"8Gi"}}"#,
+            r#"{"memory":{"value":"8Gi"},"cores":{"value":"2"}}"#,
+            r#"{"memory":{"value":"80Gi"}}"#,
+            r#"{"cores":{"value":"2"}}"#,
+        ];
+        let devices: Vec<String> = attributes
+            .iter()
+            .flat_map(|a| capacities.iter().map(move |c| (a, c)))
+            .map(|(a, c)| format!(r#"{{"name":"d","attributes":{a},"capacity":{c}}}"#))
+            .collect();
+        for first in &devices {
+            for second in &devices {
+                let text = format!(
+                    r#"{{"metadata":{{"name":"s"}},"spec":{{"driver":"x","nodeName":"n",
+                    "pool":{{"name":"p","resourceSliceCount":1}},
+                    "devices":[{first},{second},{first}]}}}}"#
+                );
+                let (ours, direct) = this_way(&text, &rules);
+                assert!(direct, "{text}");
+                assert!(ours == wire_way(&text, &rules), "{text}");
+            }
         }
     }
 
