@@ -24,6 +24,7 @@ use crate::Features;
 use crate::hashing::WordHashMap;
 use crate::node_selector::NodeFacts;
 use crate::pools::NodePools;
+use crate::quantity::ParsedQuantities;
 use crate::selectors::SelectorCache;
 
 /// Dense identity of a `(driver, pool, device)` name triple.
@@ -98,13 +99,12 @@ impl AttrValue {
     }
 }
 
-/// Shares equal strings, and parses each distinct quantity text once, while an index is
-/// built: a fleet's devices repeat the same few capacities ("80Gi"), and a quantity's parse
-/// (Go's canonical form included, in 128-bit arithmetic) cost more than the rest of its device.
+/// Shares equal strings, and parses each distinct quantity text once ([`ParsedQuantities`]),
+/// while an index is built.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
     strings: WordHashMap<Arc<str>, ()>,
-    quantities: WordHashMap<Box<str>, Quantity>,
+    quantities: ParsedQuantities,
     versions: WordHashMap<Box<str>, bool>,
 }
 
@@ -131,12 +131,7 @@ impl Interner {
 
     /// [`Quantity::parse`], remembered for texts that parse.
     pub(crate) fn quantity(&mut self, text: &str) -> Result<Quantity, QuantityError> {
-        if let Some(parsed) = self.quantities.get(text) {
-            return Ok(parsed.clone());
-        }
-        let parsed = Quantity::parse(text)?;
-        self.quantities.insert(text.into(), parsed.clone());
-        Ok(parsed)
+        self.quantities.parse(text)
     }
 }
 

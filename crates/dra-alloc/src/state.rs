@@ -5,11 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use dra_types::{Quantity, QuantityError};
+use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::AllocationResult;
 
 use crate::hashing::WordHashMap;
 use crate::index::{DeviceKey, Index};
+use crate::quantity::ParsedQuantities;
 
 /// Devices already allocated to claims, shares of shared devices and their consumed capacity.
 ///
@@ -41,10 +42,8 @@ pub struct AllocatedState {
     /// with the full key and the node's allocation version at the time: while the version is
     /// unchanged, so is the answer.
     rejections: Mutex<WordHashMap<(u64, u32), Rejection>>,
-    /// `consumedCapacity` texts parsed before: results repeat a few amounts, and a
-    /// quantity's parse (Go's canonical form included) cost 2,000 instructions, more than
-    /// the rest of applying a result.
-    parsed_quantities: WordHashMap<Box<str>, Quantity>,
+    /// `consumedCapacity` texts parsed before (results are wire objects with strings).
+    parsed_quantities: ParsedQuantities,
 }
 
 /// A remembered rejection: the claims' full fit key and the node version it held for.
@@ -67,7 +66,7 @@ impl Clone for AllocatedState {
             // Caches, rebuilt on demand.
             counter_cache: Mutex::default(),
             rejections: Mutex::default(),
-            parsed_quantities: WordHashMap::default(),
+            parsed_quantities: ParsedQuantities::default(),
         }
     }
 }
@@ -173,16 +172,6 @@ impl AllocatedState {
         self.apply(index, allocation, false)
     }
 
-    /// [`Quantity::parse`], remembered for texts that parse.
-    fn parse_quantity(&mut self, text: &str) -> Result<Quantity, QuantityError> {
-        if let Some(parsed) = self.parsed_quantities.get(text) {
-            return Ok(parsed.clone());
-        }
-        let parsed = Quantity::parse(text)?;
-        self.parsed_quantities.insert(text.into(), parsed.clone());
-        Ok(parsed)
-    }
-
     fn apply(
         &mut self,
         index: &Index,
@@ -203,7 +192,7 @@ impl AllocatedState {
             // `None`: the result has no consumedCapacity at all (not even an empty map).
             let mut consumed = result.consumed_capacity.as_ref().map(|_| BTreeMap::new());
             for (name, q) in result.consumed_capacity.iter().flatten() {
-                let value = self.parse_quantity(&q.0).map_err(|e| StateError {
+                let value = self.parsed_quantities.parse(&q.0).map_err(|e| StateError {
                     device: format!("{}/{}/{}", result.driver, result.pool, result.device),
                     name: name.clone(),
                     message: e.to_string(),
