@@ -680,7 +680,10 @@ fn json_direct(
         if rest.is_empty() {
             break;
         }
-        let (head, length) = match scan_object(rest, options.defer_slices) {
+        // Every document's text is read again below, checked (serde, or the slice reader for
+        // a deferred slice, which goes this usual way on an error): the head scan only skips
+        // the values it does not need.
+        let (head, length) = match scan_object(rest, true) {
             Some(scanned) => scanned,
             // Outside what the scanner reads: serde decides, as a stream would.
             None => {

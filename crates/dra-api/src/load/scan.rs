@@ -22,38 +22,45 @@ pub(crate) use dra_types::json_subset::is_json_whitespace;
 /// closing brace; `None` when the document is not within the subset (see the module
 /// overview) or is not a well-formed object.
 ///
-/// With `unchecked_slice_spec`, the `spec` of a ResourceSlice (a key after `apiVersion` and
-/// `kind` that name one) is only skipped, not checked ([`Cursor::skip_value_unchecked`]):
-/// for a loader that defers slices to a reader that checks their whole text, and goes the
-/// usual way when it finds an error. The head may then be given for a document serde
-/// refuses.
-pub(crate) fn scan_object(text: &str, unchecked_slice_spec: bool) -> Option<(Head<'_>, usize)> {
+/// With `skip_values`, the value of every key but `apiVersion`, `kind` and `items` is only
+/// skipped, not checked ([`Cursor::skip_value_unchecked`]): for a loader that reads every
+/// document's text again with a checking parser (serde for most kinds, the slice reader
+/// for deferred ResourceSlices) and goes the usual way when that finds an error. On valid
+/// JSON the answer is the same as without; the head may then also be given for a document
+/// serde refuses, or one outside the subset in a value the head does not look at.
+pub(crate) fn scan_object(text: &str, skip_values: bool) -> Option<(Head<'_>, usize)> {
     let mut cursor = Cursor::new(text);
-    let head = top_object(&mut cursor, unchecked_slice_spec)?;
+    let head = top_object(&mut cursor, skip_values)?;
     Some((head, cursor.pos()))
 }
 
 /// The mapping at the cursor, the document's root, with the fields [`Head`] keeps: the last
 /// string `apiVersion` and `kind`, whether the last `items` is a list, and a ResourceSlice's
 /// `metadata` text when that key follows `apiVersion` and `kind`.
-fn top_object<'a>(cursor: &mut Cursor<'a>, unchecked_slice_spec: bool) -> Option<Head<'a>> {
+fn top_object<'a>(cursor: &mut Cursor<'a>, skip_values: bool) -> Option<Head<'a>> {
     let mut head = Head {
         is_object: true,
         ..Head::default()
     };
     cursor.members(1, |cursor, key| {
-        if unchecked_slice_spec && head.names_a_slice() && cursor.plain_str(key) == Some("spec") {
-            return cursor.skip_value_unchecked();
-        }
-        let (value, value_range) = cursor.value_range(1)?;
         // A key with an escape decodes to text with a quote, a backslash, a slash or a
         // control character in it: none of the keys below.
-        match cursor.plain_str(key).unwrap_or_default() {
+        let key = cursor.plain_str(key).unwrap_or_default();
+        let start = cursor.pos();
+        let value = match key {
+            "apiVersion" | "kind" | "items" => cursor.value(1)?,
+            _ if skip_values => {
+                cursor.skip_value_unchecked()?;
+                Token::Null
+            }
+            _ => cursor.value(1)?,
+        };
+        match key {
             "apiVersion" => head.api_version = plain_string(cursor, value)?,
             "kind" => head.kind = plain_string(cursor, value)?,
             "items" => head.has_items = value == Token::List,
             "metadata" if head.names_a_slice() => {
-                head.slice_metadata = Some(cursor.slice(value_range));
+                head.slice_metadata = Some(cursor.slice(start..cursor.pos()));
             }
             "metadata" => head.slice_metadata = None,
             _ => {}
@@ -88,13 +95,20 @@ mod tests {
         Some((head, stream.byte_offset()))
     }
 
-    /// Whenever the scanner answers, serde answers the same; and with a slice's spec only
-    /// skipped, the scanner answers the same where the spec is valid.
+    /// Whenever the scanner answers, serde answers the same; with values only skipped, the
+    /// scanner answers the same where it answered checking, and wherever it answers for a
+    /// document that is valid JSON, serde answers the same (what the loader relies on: it
+    /// reads every document's text again, checked).
     fn agrees(text: &str) -> Result<(), TestCaseError> {
         let scanned = scan_object(text, false);
         if scanned.is_some() {
             prop_assert_eq!(&scanned, &serde_head(text), "{}", text);
             prop_assert_eq!(&scan_object(text, true), &scanned, "{}", text);
+        }
+        if let Some((head, end)) = scan_object(text, true)
+            && serde_json::from_str::<serde_json::Value>(&text[..end]).is_ok()
+        {
+            prop_assert_eq!(Some((head, end)), serde_head(text), "{}", text);
         }
         Ok(())
     }
@@ -144,6 +158,24 @@ mod tests {
         ];
         for text in outside {
             assert_eq!(scan_object(text, false), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn skipping_values_answers_past_what_it_does_not_read() {
+        let cases = [
+            r#"{"kind":"Pod","spec":{"a":1.5,"b":"\u0041"},"apiVersion":"v1"}"#,
+            r#"{"metadata":{"x":[1e9,-0.5]},"kind":"Node","status":{"s":"\u00e9"}}"#,
+        ];
+        for text in cases {
+            assert_eq!(scan_object(text, false), None, "{text}");
+            let skipped = scan_object(text, true);
+            assert!(skipped.is_some(), "{text}");
+            assert_eq!(skipped, serde_head(text), "{text}");
+        }
+        // The keys the head reads are still read, and checked.
+        for text in [r#"{"kind":"P\/d"}"#, r#"{"kind":"Pod","items":[1,]}"#] {
+            assert_eq!(scan_object(text, true), None, "{text}");
         }
     }
 
