@@ -50,8 +50,10 @@ impl Out {
             }
             OutputFormat::Json | OutputFormat::Table => {
                 // Streamed: a large simulation's document is as big as its input, and need not
-                // be held twice. Our types always serialise, so only IO can fail midway.
-                let mut writer = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+                // be held twice. Our types always serialise, so only IO can fail midway. The
+                // buffer is as large as mimalloc's small blocks go (8 KiB): a larger one
+                // takes a 512 KiB page of its own, for a small run a fresh huge page.
+                let mut writer = io::BufWriter::with_capacity(1 << 13, io::stdout().lock());
                 let mut serializer =
                     serde_json::Serializer::with_formatter(&mut writer, PrettyJson::default());
                 value
