@@ -48,25 +48,10 @@ impl Out {
                     .map_err(|e| Failure::Internal(format!("cannot render YAML: {e}")))?;
                 self.text(&text)
             }
-            OutputFormat::Json | OutputFormat::Table => {
-                // Streamed: a large simulation's document is as big as its input, and need not
-                // be held twice. Our types always serialise, so only IO can fail midway. The
-                // buffer is as large as mimalloc's small blocks go (8 KiB): a larger one
-                // takes a 512 KiB page of its own, for a small run a fresh huge page.
-                let mut writer = io::BufWriter::with_capacity(1 << 13, io::stdout().lock());
-                let mut serializer =
-                    serde_json::Serializer::with_formatter(&mut writer, PrettyJson::default());
-                value
-                    .serialize(&mut serializer)
-                    .map_err(|e| match e.io_error_kind() {
-                        Some(kind) => Failure::from_io(io::Error::from(kind)),
-                        None => Failure::Internal(format!("cannot render JSON: {e}")),
-                    })?;
-                writer
-                    .write_all(b"\n")
-                    .and_then(|_| writer.flush())
-                    .map_err(Failure::from_io)
-            }
+            OutputFormat::Json | OutputFormat::Table => write_json(
+                io::BufWriter::with_capacity(JSON_BUFFER, io::stdout().lock()),
+                value,
+            ),
         }
     }
 
@@ -85,6 +70,33 @@ impl Out {
         // A closed stderr leaves nowhere to report anything.
         let _ = writeln!(io::stderr().lock(), "{label}: {message}");
     }
+}
+
+/// The JSON output's buffer: as large as mimalloc's small blocks go (8 KiB); a larger one
+/// takes a 512 KiB page of its own, for a small run a fresh huge page.
+const JSON_BUFFER: usize = 1 << 13;
+
+/// Standard output with the JSON output's buffer, for [`write_json`] on another thread than
+/// the one that makes it.
+pub fn json_stdout() -> io::BufWriter<io::Stdout> {
+    io::BufWriter::with_capacity(JSON_BUFFER, io::stdout())
+}
+
+/// Writes `value` to `writer` as [`Out::data`] writes JSON: streamed (a large simulation's
+/// document is as big as its input, and need not be held twice), in serde_json's pretty
+/// format, with a final line break. Our types always serialise, so only IO can fail midway.
+pub fn write_json<W: Write, T: Serialize>(mut writer: W, value: &T) -> Result<(), Failure> {
+    let mut serializer = serde_json::Serializer::with_formatter(&mut writer, PrettyJson::default());
+    value
+        .serialize(&mut serializer)
+        .map_err(|e| match e.io_error_kind() {
+            Some(kind) => Failure::from_io(io::Error::from(kind)),
+            None => Failure::Internal(format!("cannot render JSON: {e}")),
+        })?;
+    writer
+        .write_all(b"\n")
+        .and_then(|_| writer.flush())
+        .map_err(Failure::from_io)
 }
 
 /// serde_json's pretty format (two-space indent, `": "` after keys), byte for byte, with each

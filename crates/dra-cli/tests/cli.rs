@@ -183,6 +183,72 @@ fn simulate_first_fit_json_matches_the_conformance_shape() {
     }
 }
 
+/// The reference loop's JSON is written by a second thread while the loop runs, handed the
+/// outcomes in batches: the document is still the library's report, byte for byte, with
+/// several batches, with none, and with no pods; an input error that stops the loop before
+/// it starts leaves stdout empty.
+#[test]
+fn first_fit_json_is_the_reports_document_written_while_it_runs() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("first-fit-json");
+    std::fs::create_dir_all(&dir).expect("temporary directory");
+    let generated = dra(&["gen", "gpu-nic", "--size", "40", "-o", "json"]);
+    assert_eq!(generated.status.code(), Some(0));
+    let many = dir.join("gpu-nic-40.json");
+    std::fs::write(&many, &generated.stdout).expect("write");
+    let no_pods = dir.join("no-pods.json");
+    std::fs::write(
+        &no_pods,
+        r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"node-1"}}"#,
+    )
+    .expect("write");
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let files = [
+        root.join("conformance/cases/hand-pool-order-9001/cluster.yaml"),
+        many,
+        no_pods,
+    ];
+    let first_fit_json = |file: &std::path::Path| {
+        dra(&[
+            "simulate",
+            "--node-pick",
+            "first-fit",
+            "-o",
+            "json",
+            file.to_str().expect("a UTF-8 path"),
+        ])
+    };
+    for file in &files {
+        let out = first_fit_json(file);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let loaded =
+            dra_api::load_paths(std::slice::from_ref(file), &Default::default()).expect("loads");
+        let report = dra_sim::run_first_fit(&dra_sim::SimInput::from_cluster(&loaded.cluster))
+            .expect("runs");
+        let expected = serde_json::to_string_pretty(&report).expect("serialises") + "\n";
+        assert_eq!(text(&out.stdout), expected, "{}", file.display());
+    }
+
+    let bad_claim = dir.join("bad-claim.yaml");
+    std::fs::write(
+        &bad_claim,
+        "apiVersion: resource.k8s.io/v1\nkind: ResourceClaim\nmetadata: {name: c1, namespace: default}\n\
+         spec: {devices: {requests: [{name: r, exactly: {deviceClassName: gpu}}]}}\n\
+         status: {allocation: {devices: {results: [{request: r, driver: gpu.example.com, \
+         pool: node-1, device: gpu-0, consumedCapacity: {memory: 12x}}]}}}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\n\
+         spec: {containers: [{name: c, image: x}]}\n",
+    )
+    .expect("write");
+    let out = first_fit_json(&bad_claim);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stderr).contains("ResourceClaim default/c1: status.allocation"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[test]
 fn allocate_prints_claims_with_their_allocation() {
     let out = dra(&[

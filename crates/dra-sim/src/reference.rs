@@ -31,7 +31,7 @@ pub fn run_first_fit(input: &SimInput<'_>) -> Result<Report, SimError> {
 /// allocator runs on every node it is counted for. The report is the same; it exists to test
 /// that.
 pub fn run_first_fit_every_node(input: &SimInput<'_>) -> Result<Report, SimError> {
-    run(input, &Snapshot::new(input)?, false)
+    run(input, &Snapshot::new(input)?, false, None)
 }
 
 /// [`run_first_fit`] over a [`Snapshot`] built beforehand from the same input; the input's
@@ -41,10 +41,29 @@ pub fn run_first_fit_snapshot(
     input: &SimInput<'_>,
     snapshot: &Snapshot,
 ) -> Result<Report, SimError> {
-    run(input, snapshot, true)
+    run(input, snapshot, true, None)
 }
 
-fn run(input: &SimInput<'_>, snapshot: &Snapshot, skip: bool) -> Result<Report, SimError> {
+/// [`run_first_fit_snapshot`] handing each pod's outcome to `each` as soon as it is final
+/// instead of keeping it, for a caller that writes the answer while the loop goes on: the
+/// loop decides the pods one at a time, in input order, and never comes back to one. The
+/// report it returns has no `results`; its totals count the outcomes handed over. An error
+/// comes before the first outcome.
+pub fn run_first_fit_snapshot_each(
+    input: &SimInput<'_>,
+    snapshot: &Snapshot,
+    mut each: impl FnMut(PodOutcome),
+) -> Result<Report, SimError> {
+    run(input, snapshot, true, Some(&mut each))
+}
+
+/// The reference loop; with `each`, the outcomes go there instead of into the report.
+fn run(
+    input: &SimInput<'_>,
+    snapshot: &Snapshot,
+    skip: bool,
+    mut each: Option<&mut dyn FnMut(PodOutcome)>,
+) -> Result<Report, SimError> {
     let index = &snapshot.index;
     let mut claims = ClaimStore::new(input);
     let mut state = AllocatedState::new(index);
@@ -66,17 +85,20 @@ fn run(input: &SimInput<'_>, snapshot: &Snapshot, skip: bool) -> Result<Report, 
 
     let mut known = KnownRejections::new(index, &nodes, skip);
     let mut report = Report {
-        results: Vec::with_capacity(input.pods.len()),
+        results: Vec::with_capacity(if each.is_some() { 0 } else { input.pods.len() }),
         ..Report::default()
     };
     for pod in &input.pods {
         let (outcome, skipped) =
             schedule_pod(index, &mut state, &mut claims, &nodes, &mut known, pod);
-        report.results.push(outcome);
+        report.steps += outcome.steps;
+        report.allocate_calls += outcome.allocate_calls;
         report.skipped_calls += skipped as u64;
+        match each.as_mut() {
+            Some(each) => each(outcome),
+            None => report.results.push(outcome),
+        }
     }
-    report.steps = report.results.iter().map(|r| r.steps).sum();
-    report.allocate_calls = report.results.iter().map(|r| r.allocate_calls).sum();
     report.claims = claims;
     Ok(report)
 }

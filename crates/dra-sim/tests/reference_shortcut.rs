@@ -1,7 +1,8 @@
 //! The reference loop's shortcut over nodes known to reject a pod's claims changes nothing:
 //! the report of `run_first_fit` (devices, nodes, reasons, steps and Allocate calls) is the
 //! report of `run_first_fit_every_node`, on generated clusters of every shape and on the
-//! conformance corpus.
+//! conformance corpus. Nor does handing the outcomes over one by one
+//! (`run_first_fit_snapshot_each`): they and the totals make the same report.
 
 mod common;
 
@@ -18,6 +19,23 @@ fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -
     let (a, b) = (text(&fast), text(&slow));
     if a != b {
         failures.push(format!("{name}: {}", first_difference(&a, &b)));
+    }
+    let snapshot = dra_sim::Snapshot::new(&input).expect("indexes");
+    let mut handed = Vec::new();
+    let streamed =
+        dra_sim::run_first_fit_snapshot_each(&input, &snapshot, |outcome| handed.push(outcome))
+            .expect("runs");
+    assert!(streamed.results.is_empty(), "{name}: outcomes kept");
+    assert_eq!(streamed.skipped_calls, fast.skipped_calls, "{name}");
+    let streamed = text(&Report {
+        results: handed,
+        ..streamed
+    });
+    if streamed != a {
+        failures.push(format!(
+            "{name}, handed over: {}",
+            first_difference(&a, &streamed)
+        ));
     }
     fast.skipped_calls
 }

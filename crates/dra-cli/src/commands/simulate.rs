@@ -5,16 +5,23 @@
 //! shape); `scored` (default) and `most-allocated` run the scheduler model of `dra-sim`. The
 //! rendering helpers here are shared with `dra explain`.
 
+use std::cell::Cell;
+use std::io::{BufWriter, Stdout};
+use std::sync::Mutex;
+use std::thread::Thread;
+
 use dra_sim::scheduler::{Eviction, Simulation};
 use dra_sim::{
-    ClaimAllocations, PodResult, PodState, PodStatus, Report, SimInput, SimOptions, Snapshot,
+    ClaimAllocations, PodOutcome, PodResult, PodState, PodStatus, Report, SimInput, SimOptions,
+    Snapshot,
 };
+use serde::ser::{Error as _, Serialize, SerializeSeq, SerializeStruct, Serializer};
 
 use crate::Failure;
 use crate::cli::{NodePick, OutputFormat, SimulateArgs};
 use crate::commands::table;
 use crate::input;
-use crate::output::Out;
+use crate::output::{Out, json_stdout, write_json};
 
 pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
     // The snapshot holds what the simulation needs of the slices, which are most of a large
@@ -83,6 +90,9 @@ fn run_model(
 /// exits 0 whenever it ran: `conformance/compare.py` treats any other exit code as a failed
 /// case.
 fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: &Snapshot) -> Result<(), Failure> {
+    if out.format == OutputFormat::Json {
+        return stream_reference(input, snapshot);
+    }
     let report = dra_sim::run_first_fit_snapshot(input, snapshot)
         .map_err(|e| Failure::Input(e.to_string()))?;
     crate::timings::mark("simulate");
@@ -93,6 +103,200 @@ fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: &Snapshot) -> Result
     crate::timings::mark("output");
     crate::leave_to_exit(report);
     result
+}
+
+/// Outcomes handed to the JSON writer at once: a thread wake-up per pod would cost more
+/// than writing it. A batch stays within mimalloc's small blocks (8 KiB; larger ones take
+/// a 512 KiB page of their own, for a small run a fresh huge page).
+const HANDED_AT_ONCE: usize = 32;
+const _: () = assert!(HANDED_AT_ONCE * std::mem::size_of::<PodOutcome>() <= 8 * 1024);
+
+/// What the reference loop hands the JSON writer.
+enum Handed {
+    Outcomes(Vec<PodOutcome>),
+    /// The end of the loop, with its totals.
+    Done {
+        steps: u64,
+        allocate_calls: u64,
+    },
+    /// The loop stopped without its totals: an input error before it started, or a panic.
+    Stopped,
+}
+
+/// The way from the reference loop to the JSON writer: a locked list and the writer's
+/// park. Unlike a channel's blocking receive, neither allocates on the writer's side, and
+/// the writer allocates nothing at all (a thread's first allocation takes fresh memory).
+#[derive(Default)]
+struct HandOver {
+    queue: Mutex<Vec<Handed>>,
+}
+
+impl HandOver {
+    fn send(&self, writer: &Thread, handed: Handed) {
+        // Poisoned only by a panic while pushing, which the scope re-raises.
+        if let Ok(mut queue) = self.queue.lock() {
+            queue.push(handed);
+        }
+        writer.unpark();
+    }
+
+    /// What was handed over since the last call, waiting until there is something.
+    fn receive(&self) -> Vec<Handed> {
+        loop {
+            let handed = match self.queue.lock() {
+                Ok(mut queue) => std::mem::take(&mut *queue),
+                Err(_) => vec![Handed::Stopped],
+            };
+            if !handed.is_empty() {
+                return handed;
+            }
+            // An unpark since the lock was taken makes this return at once.
+            std::thread::park();
+        }
+    }
+}
+
+/// Hands the writer [`Handed::Stopped`] when dropped before the loop's end was handed over
+/// (an input error, or a panic unwinding), so the writer never waits for ever.
+struct StopUnlessDone<'a> {
+    hand_over: &'a HandOver,
+    writer: &'a Thread,
+    done: bool,
+}
+
+impl Drop for StopUnlessDone<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.hand_over.send(self.writer, Handed::Stopped);
+        }
+    }
+}
+
+/// The reference loop with its JSON document written by a second thread while the loop
+/// runs, outcome by outcome as the loop decides them (writing was a fifth of a small run,
+/// after the loop); the document is [`Report`]'s, byte for byte. Nothing is written unless
+/// the loop starts: its input errors come before the first outcome.
+fn stream_reference(input: &SimInput<'_>, snapshot: &Snapshot) -> Result<(), Failure> {
+    let hand_over = HandOver::default();
+    let hand_over = &hand_over;
+    // Made here, so that the writer thread allocates nothing.
+    let stdout = json_stdout();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || write_handed(stdout, hand_over));
+        let writer_thread = writer.thread().clone();
+        let mut stop = StopUnlessDone {
+            hand_over,
+            writer: &writer_thread,
+            done: false,
+        };
+        let mut batch = Vec::with_capacity(HANDED_AT_ONCE);
+        let ran = dra_sim::run_first_fit_snapshot_each(input, snapshot, |outcome| {
+            batch.push(outcome);
+            if batch.len() == HANDED_AT_ONCE {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(HANDED_AT_ONCE));
+                hand_over.send(&writer_thread, Handed::Outcomes(full));
+            }
+        });
+        if let Ok(report) = &ran {
+            hand_over.send(&writer_thread, Handed::Outcomes(batch));
+            hand_over.send(
+                &writer_thread,
+                Handed::Done {
+                    steps: report.steps,
+                    allocate_calls: report.allocate_calls,
+                },
+            );
+            stop.done = true;
+            crate::timings::mark("simulate");
+        }
+        drop(stop);
+        let written = match writer.join() {
+            Ok(written) => written,
+            // A panic in the writer is a bug; re-raise it on the caller's thread.
+            Err(payload) => std::panic::resume_unwind(payload),
+        };
+        let report = ran.map_err(|e| Failure::Input(e.to_string()))?;
+        crate::timings::mark("output");
+        crate::leave_to_exit(report);
+        written
+    })
+}
+
+/// The writer thread of [`stream_reference`]: the document, once the loop hands over its
+/// first outcomes or its end; nothing when the loop stops before it starts.
+fn write_handed(stdout: BufWriter<Stdout>, hand_over: &HandOver) -> Result<(), Failure> {
+    let first = hand_over.receive();
+    if matches!(first.first(), Some(Handed::Stopped)) {
+        crate::leave_to_exit(stdout);
+        return Ok(());
+    }
+    write_json(
+        stdout,
+        &HandedReport {
+            first: Cell::new(first),
+            hand_over,
+            totals: Cell::new(None),
+        },
+    )
+}
+
+/// [`Report`]'s document, its results taken from the loop as they come: the same fields in
+/// the same order (the derived `Serialize` of `Report`; its other fields are skipped).
+struct HandedReport<'a> {
+    first: Cell<Vec<Handed>>,
+    hand_over: &'a HandOver,
+    /// Set when the results end.
+    totals: Cell<Option<(u64, u64)>>,
+}
+
+impl Serialize for HandedReport<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut report = serializer.serialize_struct("Report", 3)?;
+        report.serialize_field("results", &HandedResults(self))?;
+        let (steps, allocate_calls) = self
+            .totals
+            .get()
+            .ok_or_else(|| S::Error::custom("the simulation stopped midway"))?;
+        report.serialize_field("steps", &steps)?;
+        report.serialize_field("allocate_calls", &allocate_calls)?;
+        report.end()
+    }
+}
+
+/// The `results` list of a [`HandedReport`].
+struct HandedResults<'a>(&'a HandedReport<'a>);
+
+impl Serialize for HandedResults<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let report = self.0;
+        let mut results = serializer.serialize_seq(None)?;
+        let mut handed = report.first.take();
+        loop {
+            for item in handed.drain(..) {
+                match item {
+                    Handed::Outcomes(outcomes) => {
+                        for outcome in &outcomes {
+                            results.serialize_element(outcome)?;
+                        }
+                        // Like the report, left to the process exit.
+                        crate::leave_to_exit(outcomes);
+                    }
+                    Handed::Done {
+                        steps,
+                        allocate_calls,
+                    } => report.totals.set(Some((steps, allocate_calls))),
+                    Handed::Stopped => {
+                        return Err(S::Error::custom("the simulation stopped midway"));
+                    }
+                }
+            }
+            crate::leave_to_exit(handed);
+            if report.totals.get().is_some() {
+                return results.end();
+            }
+            handed = report.hand_over.receive();
+        }
+    }
 }
 
 /// `claim: device device` per allocation, device names without driver and pool when the
