@@ -185,8 +185,8 @@ fn simulate_first_fit_json_matches_the_conformance_shape() {
 
 /// The reference loop's JSON is written by a second thread while the loop runs, handed the
 /// outcomes in batches: the document is still the library's report, byte for byte, with
-/// several batches, with none, and with no pods; an input error that stops the loop before
-/// it starts leaves stdout empty.
+/// several batches, with one part of a batch, and with no pods; an input error that stops
+/// the loop before it starts leaves stdout empty.
 #[test]
 fn first_fit_json_is_the_reports_document_written_while_it_runs() {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("first-fit-json");

@@ -298,7 +298,14 @@ impl<'a> Loader<'a> {
             .then(|| parse_json_pieces(&file, source, chunks[0], self.options, threads, pieces))
             .flatten()
         {
-            Some(output) => vec![output],
+            Some(mut outputs) => {
+                // The pieces are one chunk's: its diagnostics come before what inserting its
+                // objects reports, as for any chunk.
+                for output in &mut outputs {
+                    self.diagnostics.append(&mut output.diagnostics);
+                }
+                outputs
+            }
             None => {
                 let threads = self.thread_count(text.len(), chunks.len());
                 parse_chunks(&file, source, &chunks, self.options, threads)
@@ -432,6 +439,8 @@ const JSON_PIECE_MIN_BYTES: usize = 32 << 10;
 /// has to be decoded as a whole: a cut fell inside a value, or a piece needs the generic
 /// route (see [`json_direct`]). When every piece decodes, each cut is a boundary between
 /// values, so the objects and diagnostics, concatenated in order, are the whole stream's.
+/// The pieces' outputs are given as they are, in order: concatenating them first grew a
+/// list step by step through fresh memory for nothing.
 fn parse_json_pieces(
     file: &Arc<str>,
     source: &Arc<String>,
@@ -439,23 +448,18 @@ fn parse_json_pieces(
     options: &LoadOptions,
     threads: usize,
     pieces: usize,
-) -> Option<ChunkOutput> {
+) -> Option<Vec<ChunkOutput>> {
     let pieces = split_json_stream(chunk, pieces);
     if pieces.len() < 2 {
         return None;
     }
     // Per-node lines come from parsing a chunk as YAML, which fails for a stream of two or
     // more JSON values; a piece holding one value must not do better than its stream would.
-    let outputs = map_in_order(&pieces, threads, 1, |piece| {
+    map_in_order(&pieces, threads, 1, |piece| {
         json_direct(file, source, *piece, options, &OnceLock::from(None))
-    });
-    let mut merged = ChunkOutput::default();
-    for output in outputs {
-        let output = output?;
-        merged.objects.extend(output.objects);
-        merged.diagnostics.extend(output.diagnostics);
-    }
-    Some(merged)
+    })
+    .into_iter()
+    .collect()
 }
 
 /// Parses every chunk, on `threads` threads, returning outputs in chunk order.

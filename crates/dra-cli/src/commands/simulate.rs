@@ -173,8 +173,8 @@ impl Drop for StopUnlessDone<'_> {
 }
 
 /// The reference loop with its JSON document written by a second thread while the loop
-/// runs, outcome by outcome as the loop decides them (writing was a fifth of a small run,
-/// after the loop); the document is [`Report`]'s, byte for byte. Nothing is written unless
+/// runs, outcome by outcome as the loop decides them (writing it after the loop took 5-8%
+/// of a small run's time); the document is [`Report`]'s, byte for byte. Nothing is written unless
 /// the loop starts: its input errors come before the first outcome.
 fn stream_reference(input: &SimInput<'_>, snapshot: &Snapshot) -> Result<(), Failure> {
     let hand_over = HandOver::default();
