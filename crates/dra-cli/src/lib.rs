@@ -30,6 +30,12 @@ use crate::output::Out;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The largest block mimalloc v2 serves from a small page (64 KiB, shared by its size
+/// class). Blocks of 8 to 64 KiB take a 512 KiB page of their size class each; in a small
+/// run such a page is often a fresh 2 MiB huge page to zero. Buffers that need not be
+/// larger stay within this.
+pub(crate) const SMALL_BLOCK_MAX: usize = 8 * 1024;
+
 /// How a command ended when it did not simply succeed.
 #[derive(Debug)]
 pub enum Failure {

@@ -72,9 +72,9 @@ impl Out {
     }
 }
 
-/// The JSON output's buffer: as large as mimalloc's small blocks go (8 KiB); a larger one
-/// takes a 512 KiB page of its own, for a small run a fresh huge page.
-const JSON_BUFFER: usize = 1 << 13;
+/// The JSON output's buffer: as large as mimalloc's small blocks go
+/// ([`crate::SMALL_BLOCK_MAX`]).
+const JSON_BUFFER: usize = crate::SMALL_BLOCK_MAX;
 
 /// Standard output with the JSON output's buffer, for [`write_json`] on another thread than
 /// the one that makes it.

@@ -106,10 +106,10 @@ fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: &Snapshot) -> Result
 }
 
 /// Outcomes handed to the JSON writer at once: a thread wake-up per pod would cost more
-/// than writing it. A batch stays within mimalloc's small blocks (8 KiB; larger ones take
-/// a 512 KiB page of their own, for a small run a fresh huge page).
+/// than writing it. A batch stays within mimalloc's small blocks
+/// ([`crate::SMALL_BLOCK_MAX`]).
 const HANDED_AT_ONCE: usize = 32;
-const _: () = assert!(HANDED_AT_ONCE * std::mem::size_of::<PodOutcome>() <= 8 * 1024);
+const _: () = assert!(HANDED_AT_ONCE * std::mem::size_of::<PodOutcome>() <= crate::SMALL_BLOCK_MAX);
 
 /// What the reference loop hands the JSON writer.
 enum Handed {
