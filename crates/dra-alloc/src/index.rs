@@ -351,6 +351,11 @@ pub enum IndexErrorKind {
 pub enum SliceInput<'a> {
     Object(&'a ResourceSlice),
     Json(&'a str),
+    /// A text whose end its loader took from where its line ends, without reading the
+    /// slice's `spec` (`dra_api::SliceJson::end_unchecked`). It is the slice's document only
+    /// if it reads whole, by the index's own reader, with `spec` its last member; anything
+    /// else is a [`IndexErrorKind::Decode`] error, and its caller's to load the input again.
+    JsonToLineEnd(&'a str),
 }
 
 impl<'a> From<&'a ResourceSlice> for SliceInput<'a> {
@@ -450,7 +455,9 @@ const JSON_BYTES_PER_DEVICE: usize = 512;
 fn device_weight(slice: &SliceInput<'_>) -> usize {
     match slice {
         SliceInput::Object(slice) => slice.spec.devices.as_ref().map_or(0, Vec::len),
-        SliceInput::Json(text) => text.len() / JSON_BYTES_PER_DEVICE,
+        SliceInput::Json(text) | SliceInput::JsonToLineEnd(text) => {
+            text.len() / JSON_BYTES_PER_DEVICE
+        }
     }
 }
 
@@ -536,6 +543,9 @@ fn prepare_input(
         SliceInput::Object(slice) => prepare_slice(slice, taint_rules, strings, devices),
         SliceInput::Json(text) => {
             crate::slice_json::prepare_json(text, taint_rules, strings, devices)
+        }
+        SliceInput::JsonToLineEnd(text) => {
+            crate::slice_json::prepare_json_to_line_end(text, taint_rules, strings, devices)
         }
     }
 }

@@ -52,12 +52,34 @@ pub(crate) fn prepare_json(
     devices: &mut Vec<DeviceEntry>,
 ) -> Result<PreparedSlice, IndexError> {
     let before = devices.len();
-    if let Some(prepared) = prepare_direct(text, taint_rules, strings, devices) {
+    if let Some(prepared) = prepare_direct(text, taint_rules, strings, devices, false) {
         return Ok(prepared);
     }
     devices.truncate(before);
     let slice: ResourceSlice = serde_json::from_str(text).map_err(decode_error)?;
     prepare_slice(&slice, taint_rules, strings, devices)
+}
+
+/// [`prepare_json`] of a text whose end was taken from its line
+/// ([`SliceInput::JsonToLineEnd`](crate::SliceInput)): only the reader's way, which reads the
+/// text to its last byte, and only for a slice whose last member is `spec` (the members after
+/// it are the ones the loader did not look at); anything else is an
+/// [`IndexErrorKind::Decode`] error, for the caller to take the way that reads all of its
+/// input. No second way here: the wire type keeps the last of a field given twice, where the
+/// loader took the first `metadata`.
+pub(crate) fn prepare_json_to_line_end(
+    text: &str,
+    taint_rules: &[&DeviceTaintRule],
+    strings: &mut Interner,
+    devices: &mut Vec<DeviceEntry>,
+) -> Result<PreparedSlice, IndexError> {
+    prepare_direct(text, taint_rules, strings, devices, true).ok_or_else(|| IndexError {
+        slice: String::new(),
+        field: String::new(),
+        message: "is not one ResourceSlice document ending with its line, its spec last"
+            .to_string(),
+        kind: IndexErrorKind::Decode,
+    })
 }
 
 /// Text that does not decode as a ResourceSlice.
@@ -71,12 +93,13 @@ fn decode_error(error: serde_json::Error) -> IndexError {
 }
 
 /// The reader's way; `None` for anything it leaves to the wire type (some devices may be
-/// appended then).
+/// appended then), and with `spec_last`, for a slice with a member after its `spec`.
 fn prepare_direct(
     text: &str,
     taint_rules: &[&DeviceTaintRule],
     strings: &mut Interner,
     devices: &mut Vec<DeviceEntry>,
+    spec_last: bool,
 ) -> Option<PreparedSlice> {
     let before = devices.len();
     let mut cursor = Cursor::new(text);
@@ -86,9 +109,9 @@ fn prepare_direct(
         devices,
         previous: PreviousDevice::default(),
     };
-    let (metadata, spec) = reader.slice(&mut cursor)?;
+    let (metadata, spec, after_spec) = reader.slice(&mut cursor)?;
     cursor.skip_whitespace();
-    if cursor.pos() != text.len() {
+    if cursor.pos() != text.len() || spec_last && after_spec {
         return None;
     }
     let name = metadata.and_then(|m| m.name).unwrap_or_default();
@@ -209,7 +232,8 @@ fn same_object_at(text: &str, range: &Range<usize>, at: usize) -> bool {
     object.first() == Some(&b'{') && bytes[at..].starts_with(object)
 }
 
-type SliceParts = (Option<ObjectMeta>, Option<ResourceSliceSpec>);
+/// A slice's metadata and spec, and whether any member came after `spec`.
+type SliceParts = (Option<ObjectMeta>, Option<ResourceSliceSpec>, bool);
 
 impl SliceReader<'_> {
     /// `part` at the cursor; where it gives up, the same value decoded with its wire type and
@@ -234,7 +258,9 @@ impl SliceReader<'_> {
     fn slice(&mut self, cursor: &mut Cursor<'_>) -> Option<SliceParts> {
         let (mut metadata, mut spec) = (None, None);
         let mut seen = Seen::default();
+        let (mut spec_read, mut after_spec) = (false, false);
         cursor.members(1, |cursor, key| {
+            after_spec |= spec_read;
             match cursor.plain_str(key)? {
                 "apiVersion" => {
                     seen.first(0)?;
@@ -250,6 +276,7 @@ impl SliceReader<'_> {
                 }
                 "spec" => {
                     seen.first(3)?;
+                    spec_read = true;
                     spec = if null(cursor, 1)? {
                         None
                     } else {
@@ -262,7 +289,7 @@ impl SliceReader<'_> {
             }
             Some(())
         })?;
-        Some((metadata, spec))
+        Some((metadata, spec, after_spec))
     }
 
     /// A ResourceSliceSpec `depth` deep, without its devices, which are appended.
@@ -746,7 +773,7 @@ mod tests {
     /// (with or without parts decoded by their wire types).
     fn this_way(text: &str, rules: &[&DeviceTaintRule]) -> (String, bool) {
         let (mut strings, mut devices) = (Interner::default(), Vec::new());
-        let direct = prepare_direct(text, rules, &mut strings, &mut devices).is_some();
+        let direct = prepare_direct(text, rules, &mut strings, &mut devices, false).is_some();
         let (mut strings, mut devices) = (Interner::default(), Vec::new());
         let prepared = prepare_json(text, rules, &mut strings, &mut devices);
         (shown(prepared, &devices), direct)
@@ -767,6 +794,43 @@ mod tests {
             Ok(prepared) => format!("{prepared:?}\n{devices:?}"),
             // A failed slice's devices are dropped by the caller.
             Err(error) => format!("{error:?}"),
+        }
+    }
+
+    /// A text whose end the loader took from its line: the reader's answer for one whole
+    /// slice with `spec` its last member, and a Decode error for anything else, even where
+    /// the wire type (or [`prepare_json`]) would decode the text.
+    #[test]
+    fn texts_cut_at_their_line_end_take_only_the_readers_way() {
+        let rules = rules();
+        let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
+        let to_line_end = |text: &str| {
+            let (mut strings, mut devices) = (Interner::default(), Vec::new());
+            let prepared = prepare_json_to_line_end(text, &rules, &mut strings, &mut devices);
+            shown(prepared, &devices)
+        };
+        let (expected, direct) = this_way(BASE, &rules);
+        assert!(direct);
+        assert_eq!(to_line_end(BASE), expected);
+        let after_spec = format!("{},\"x\":1}}", BASE.strip_suffix('}').expect("an object"));
+        // The wire type keeps the last metadata; the loader took the first.
+        let metadata_again = format!(
+            "{},\"metadata\":{{\"name\":\"s2\"}}}}",
+            BASE.strip_suffix('}').expect("an object")
+        );
+        let escaped_kind = BASE.replacen("\"ResourceSlice\"", "\"Resource\\u0053lice\"", 1);
+        for decodes in [&after_spec, &metadata_again, &escaped_kind] {
+            assert!(
+                !wire_way(decodes, &rules).contains("Decode"),
+                "{decodes:.120}"
+            );
+            assert!(to_line_end(decodes).contains("Decode"), "{decodes:.120}");
+        }
+        // A cut after the document's end, or before it.
+        let two_documents = format!("{BASE} {{\"a\":{{}}}}");
+        let cut_short = BASE.strip_suffix('}').expect("an object");
+        for text in [two_documents.as_str(), cut_short] {
+            assert!(to_line_end(text).contains("Decode"), "{text:.120}");
         }
     }
 

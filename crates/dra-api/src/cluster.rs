@@ -243,6 +243,9 @@ pub struct SliceJson {
     source: Arc<String>,
     /// The document within `source`.
     range: Range<usize>,
+    /// The loader took the end of `range` from where the document's line ends, without
+    /// reading its `spec` (see [`SliceJson::end_unchecked`]).
+    end_unchecked: bool,
 }
 
 impl SliceJson {
@@ -254,7 +257,27 @@ impl SliceJson {
             metadata,
             source,
             range,
+            end_unchecked: false,
         })
+    }
+
+    /// The same document, its end taken from where its line ends (see
+    /// [`SliceJson::end_unchecked`]).
+    pub(crate) fn with_end_unchecked(self) -> Self {
+        SliceJson {
+            end_unchecked: true,
+            ..self
+        }
+    }
+
+    /// Whether the loader took the document's end from where its line ends, the line's last
+    /// brace, without reading the `spec` before it, which was most of reading a slice twice.
+    /// Such a text is the document only if it reads as one whole ResourceSlice whose last
+    /// member is `spec`; a reader that finds otherwise must answer that the text does not
+    /// decode (`dra_alloc::IndexErrorKind::Decode`), and the input be loaded again without
+    /// deferring slices, which reads it all.
+    pub fn end_unchecked(&self) -> bool {
+        self.end_unchecked
     }
 
     /// The document's JSON text.

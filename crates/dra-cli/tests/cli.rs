@@ -367,6 +367,28 @@ fn simulate_answers_json_slices_as_the_usual_route() {
         "garbled.json",
         br#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"garbled"},"spec":{"driver":"gpu.example.com","devices":[{"name":tru}]}}"#,
     );
+    // Documents whose end the loader takes from their line without reading their spec,
+    // wrongly: `metadata` again after the spec, naming a slice already loaded (the usual route
+    // keeps the last and reports a duplicate), and a document going on past its line.
+    let taken = "\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"";
+    let existing = String::from_utf8_lossy(&json_text)
+        .split(taken)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .map(str::to_string)
+        .expect("a slice in the generated cluster");
+    let (renamed, _) = with_slice(
+        "renamed.json",
+        format!(
+            r#"{{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{{"name":"fresh"}},"spec":{{"driver":"gpu.example.com","pool":{{"name":"p","generation":1,"resourceSliceCount":1}},"allNodes":true,"devices":[{{"name":"d"}}]}},"metadata":{{"name":"{existing}"}}}}"#
+        )
+        .as_bytes(),
+    );
+    let (continued, _) = with_slice(
+        "continued.json",
+        br#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"more"},"spec":{"driver":"gpu.example.com","pool":{"name":"p","generation":1,"resourceSliceCount":1},"allNodes":true,"devices":[{"name":"d","capacity":{"memory":{"value":"1Gi"}}}
+]}}"#,
+    );
     let simulate = |path: &std::path::Path| {
         dra(&["simulate", "-o", "json", path.to_str().expect("utf-8 path")])
     };
@@ -384,7 +406,23 @@ fn simulate_answers_json_slices_as_the_usual_route() {
     let broken = simulate(&bad);
     let garbled_usual = simulate_stdin(&garbled_path);
     let garbled = simulate(&garbled_path);
+    let cut_wrongly: Vec<_> = [&renamed, &continued]
+        .into_iter()
+        .map(|path| (path, simulate(path), simulate_stdin(path)))
+        .collect();
     let _ = std::fs::remove_dir_all(&dir);
+    for (path, from_file, from_stdin) in &cut_wrongly {
+        let path = path.to_str().expect("utf-8 path");
+        assert_eq!(from_file.status.code(), from_stdin.status.code(), "{path}");
+        assert!(from_file.stdout == from_stdin.stdout, "{path}");
+        assert_eq!(
+            text(&from_file.stderr).replace(path, "<stdin>"),
+            text(&from_stdin.stderr),
+        );
+    }
+    let stderr = text(&cut_wrongly[0].1.stderr);
+    assert!(stderr.contains("duplicate object"), "{stderr}");
+    assert!(cut_wrongly[1].1.stdout.len() > 1000);
     assert!(from_json.stdout.len() > 1000, "{}", text(&from_json.stderr));
     assert_eq!(from_json.status.code(), from_yaml.status.code());
     assert!(

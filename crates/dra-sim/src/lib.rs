@@ -136,6 +136,9 @@ impl<'a> SimInput<'a> {
                 .map(|o| SliceInput::Object(&o.object))
                 .chain(cluster.slice_docs.iter().map(|o| match &*o.object {
                     SliceDoc::Object(slice) => SliceInput::Object(slice),
+                    SliceDoc::Json(json) if json.end_unchecked() => {
+                        SliceInput::JsonToLineEnd(json.text())
+                    }
                     SliceDoc::Json(json) => SliceInput::Json(json.text()),
                 }))
                 .collect(),

@@ -33,7 +33,7 @@ use crate::diagnostic::Diagnostic;
 use crate::source::{Located, ObjectRef, Source};
 use document::{DocRoot, LineTree, Step};
 use head::{Head, MetadataOnly};
-use scan::{is_json_whitespace, scan_object};
+use scan::{is_json_whitespace, scan_object, scan_object_to_line_end};
 use split::{Chunk, count_newlines, split_documents, split_json_stream};
 
 /// How to load. `Default` suits command-line use.
@@ -687,13 +687,18 @@ fn json_direct(
         // Every document's text is read again below, checked (serde, or the slice reader for
         // a deferred slice, which goes this usual way on an error): the head scan only skips
         // the values it does not need.
-        let (head, length) = match scan_object(rest, true) {
+        let scanned = if options.defer_slices {
+            scan_object_to_line_end(rest)
+        } else {
+            scan_object(rest, true).map(|(head, length)| (head, length, false))
+        };
+        let (head, length, end_unchecked) = match scanned {
             Some(scanned) => scanned,
             // Outside what the scanner reads: serde decides, as a stream would.
             None => {
                 let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Head>();
                 match stream.next() {
-                    Some(Ok(head)) => (head, stream.byte_offset()),
+                    Some(Ok(head)) => (head, stream.byte_offset(), false),
                     _ => return None,
                 }
             }
@@ -712,7 +717,7 @@ fn json_direct(
         };
         let doc_line = ctx.at_line(line_u32(line));
         if options.defer_slices
-            && let Some(json) = deferred_slice(&head, source, doc_text)
+            && let Some(json) = deferred_slice(&head, source, doc_text, end_unchecked)
         {
             output.objects.push(Decoded {
                 source: ctx.source(doc_line),
@@ -745,7 +750,16 @@ fn json_direct(
 /// its metadata decoded; `None` when the metadata does not decode (the document then takes
 /// the usual route, which reports it). ResourceSlices have no API-server defaults, so the
 /// text is all there is.
-fn deferred_slice(head: &Head<'_>, source: &Arc<String>, text: &str) -> Option<SliceJson> {
+///
+/// A document whose end the scan took from its line (`end_unchecked`) is kept so marked. Any
+/// other route for it decodes its text in full, which confirms the end or fails (and the
+/// chunk then goes the generic way).
+fn deferred_slice(
+    head: &Head<'_>,
+    source: &Arc<String>,
+    text: &str,
+    end_unchecked: bool,
+) -> Option<SliceJson> {
     if !head.is_object || !head.names_a_slice() {
         return None;
     }
@@ -756,11 +770,16 @@ fn deferred_slice(head: &Head<'_>, source: &Arc<String>, text: &str) -> Option<S
     // Every document's text is a part of its input's; an address outside it would be a
     // bug here, answered by the usual route rather than a wrong text.
     let start = (text.as_ptr() as usize).checked_sub(source.as_ptr() as usize)?;
-    SliceJson::new(
+    let json = SliceJson::new(
         metadata.unwrap_or_default(),
         Arc::clone(source),
         start..start + text.len(),
-    )
+    )?;
+    Some(if end_unchecked {
+        json.with_end_unchecked()
+    } else {
+        json
+    })
 }
 
 /// A plain object of a loaded kind decoded straight from its text, defaults applied;

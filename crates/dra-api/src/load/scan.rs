@@ -30,18 +30,57 @@ pub(crate) use dra_types::json_subset::is_json_whitespace;
 /// serde refuses, or one outside the subset in a value the head does not look at.
 pub(crate) fn scan_object(text: &str, skip_values: bool) -> Option<(Head<'_>, usize)> {
     let mut cursor = Cursor::new(text);
-    let head = top_object(&mut cursor, skip_values)?;
+    let (head, _) = top_object(&mut cursor, skip_values, false)?;
     Some((head, cursor.pos()))
+}
+
+/// [`scan_object`] skipping values, except that a ResourceSlice's `spec` that runs to the
+/// end of its line is not read at all: the document is taken to end with the line, at its
+/// last closing brace (`true` in the answer then). A line of compact JSON is a whole
+/// document in every stream `kubectl` or `dra gen` writes, and skipping the spec's bytes was
+/// most of the loader's scan. The end is a guess that only the slice's full reading
+/// confirms (`dra_alloc::SliceInput::JsonToLineEnd`): a document that goes on past its
+/// line, or one with members after `spec` (whose head the scan did not read), is answered
+/// as undecodable there, and the caller loads the input again without deferring slices.
+/// A cut that is not a document's end cannot make the rest of the stream read as
+/// documents either: what follows it closes a bracket it never opened.
+pub(crate) fn scan_object_to_line_end(text: &str) -> Option<(Head<'_>, usize, bool)> {
+    let mut cursor = Cursor::new(text);
+    let (head, cut) = top_object(&mut cursor, true, true)?;
+    Some((head, cursor.pos(), cut))
+}
+
+/// Where the document's closing brace is if the value at `from`, an object, closes the
+/// document at the end of the line: the line's last two bytes other than white space are
+/// both `}` (the value's and the document's).
+fn closing_brace_at_line_end(text: &str, from: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let rest = bytes.get(from..)?;
+    if rest.first() != Some(&b'{') {
+        return None;
+    }
+    let line = memchr::memchr(b'\n', rest).map_or(rest, |end| &rest[..end]);
+    let last = line.iter().rposition(|&b| !is_json_whitespace(b))?;
+    let before = line[..last].iter().rposition(|&b| !is_json_whitespace(b))?;
+    (line[last] == b'}' && line[before] == b'}').then_some(from + last)
 }
 
 /// The mapping at the cursor, the document's root, with the fields [`Head`] keeps: the last
 /// string `apiVersion` and `kind`, whether the last `items` is a list, and a ResourceSlice's
 /// `metadata` text when that key follows `apiVersion` and `kind`.
-fn top_object<'a>(cursor: &mut Cursor<'a>, skip_values: bool) -> Option<Head<'a>> {
+///
+/// With `cut_slices`, a ResourceSlice's `spec` may end the document at its line's end (see
+/// [`scan_object_to_line_end`]); `true` in the answer when it did.
+fn top_object<'a>(
+    cursor: &mut Cursor<'a>,
+    skip_values: bool,
+    cut_slices: bool,
+) -> Option<(Head<'a>, bool)> {
     let mut head = Head {
         is_object: true,
         ..Head::default()
     };
+    let mut cut = false;
     cursor.members(1, |cursor, key| {
         // A key with an escape decodes to text with a quote, a backslash, a slash or a
         // control character in it: none of the keys below.
@@ -49,6 +88,17 @@ fn top_object<'a>(cursor: &mut Cursor<'a>, skip_values: bool) -> Option<Head<'a>
         let start = cursor.pos();
         let value = match key {
             "apiVersion" | "kind" | "items" => cursor.value(1)?,
+            "spec" if cut_slices && head.names_a_slice() => {
+                match closing_brace_at_line_end(cursor.text(), start) {
+                    // `members` reads the brace and ends the object there.
+                    Some(brace) => {
+                        cursor.set_pos(brace);
+                        cut = true;
+                    }
+                    None => cursor.skip_value_unchecked()?,
+                }
+                Token::Null
+            }
             _ if skip_values => {
                 cursor.skip_value_unchecked()?;
                 Token::Null
@@ -67,7 +117,7 @@ fn top_object<'a>(cursor: &mut Cursor<'a>, skip_values: bool) -> Option<Head<'a>
         }
         Some(())
     })?;
-    Some(head)
+    Some((head, cut))
 }
 
 /// The value of `apiVersion` or `kind` as [`Head`] keeps it: the text of a string, nothing
@@ -177,6 +227,48 @@ mod tests {
         for text in [r#"{"kind":"P\/d"}"#, r#"{"kind":"Pod","items":[1,]}"#] {
             assert_eq!(scan_object(text, true), None, "{text}");
         }
+    }
+
+    /// A ResourceSlice whose `spec` closes the document at the end of its line is cut there
+    /// without reading the spec; the head and the end are the skipping scan's when the
+    /// document is the line. Other documents, and slices whose line ends otherwise, are
+    /// scanned as before.
+    #[test]
+    fn a_slice_ending_with_its_line_is_cut_there() {
+        let slice = r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":"a"},"spec":{"devices":[{"name":"d","attributes":{"x":{"string":"}}"}}}]}}"#;
+        let next = r#"{"kind":"Pod","spec":{}}"#;
+        for text in [
+            format!("{slice}\n{next}"),
+            format!("{slice} \r\n{next}"),
+            slice.to_string(),
+        ] {
+            let (head, end, cut) = scan_object_to_line_end(&text).expect("scanned");
+            assert!(cut, "{text}");
+            assert_eq!(end, slice.len());
+            assert_eq!(Some((head, end)), scan_object(&text, true), "{text}");
+        }
+        let pretty = "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\n\"spec\": {\n\"devices\": []\n}\n}";
+        for text in [
+            pretty.to_string(),
+            format!("{next}\n{slice}"),
+            slice.replacen("ResourceSlice", "Pod", 1),
+            slice.replacen(r#""spec":{"#, r#""spec":null,"x":{"#, 1),
+            format!("{slice}\"x\""),
+        ] {
+            let (head, end, cut) = scan_object_to_line_end(&text).expect("scanned");
+            assert!(!cut, "{text}");
+            assert_eq!(Some((head, end)), scan_object(&text, true), "{text}");
+        }
+        // The cut is a guess that only reading the spec confirms: a document going on past
+        // its line ends elsewhere, and a line may hold more than one document.
+        let going_on = r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","spec":{"a":{}}
+            ,"x":{}}"#;
+        let skipped_end = scan_object(going_on, true).expect("scanned").1;
+        let (_, end, cut) = scan_object_to_line_end(going_on).expect("scanned");
+        assert!(cut && end < skipped_end, "{going_on}");
+        let two = format!("{slice} {next}");
+        let (_, end, cut) = scan_object_to_line_end(&two).expect("scanned");
+        assert!(cut && end == two.len(), "{two}");
     }
 
     /// Pieces of JSON text, mostly within the subset, some outside it or invalid.
