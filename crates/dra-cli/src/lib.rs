@@ -30,10 +30,11 @@ use crate::output::Out;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// The largest block mimalloc v2 serves from a small page (64 KiB, shared by its size
-/// class). Blocks of 8 to 64 KiB take a 512 KiB page of their size class each; in a small
-/// run such a page is often a fresh 2 MiB huge page to zero. Buffers that need not be
-/// larger stay within this.
+/// A bound for buffers that need not be larger (the JSON output's, the batches the reference
+/// loop hands its writer). A block within it shares a mimalloc page with the blocks of its
+/// size class (pages of 128 KiB for blocks up to 16 KiB, as `.cargo/config.toml` builds
+/// mimalloc); a larger one takes a page of its own, and in a small run a new page is often a
+/// fresh 2 MiB huge page to zero.
 pub(crate) const SMALL_BLOCK_MAX: usize = 8 * 1024;
 
 /// How a command ended when it did not simply succeed.

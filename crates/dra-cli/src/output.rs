@@ -72,7 +72,7 @@ impl Out {
     }
 }
 
-/// The JSON output's buffer: as large as mimalloc's small blocks go
+/// The JSON output's buffer: as large as a block that shares its mimalloc page
 /// ([`crate::SMALL_BLOCK_MAX`]).
 const JSON_BUFFER: usize = crate::SMALL_BLOCK_MAX;
 

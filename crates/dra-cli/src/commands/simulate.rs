@@ -106,7 +106,7 @@ fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: &Snapshot) -> Result
 }
 
 /// Outcomes handed to the JSON writer at once: a thread wake-up per pod would cost more
-/// than writing it. A batch stays within mimalloc's small blocks
+/// than writing it. A batch stays within the blocks that share their mimalloc page
 /// ([`crate::SMALL_BLOCK_MAX`]).
 const HANDED_AT_ONCE: usize = 32;
 const _: () = assert!(HANDED_AT_ONCE * std::mem::size_of::<PodOutcome>() <= crate::SMALL_BLOCK_MAX);
