@@ -26,7 +26,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use dra_types::Quantity;
-use dra_types::json_subset::{Cursor, Token};
+use dra_types::json_subset::{Cursor, Seen, Token};
 use k8s_openapi::Resource;
 use k8s_openapi::api::core::v1::NodeSelector;
 use k8s_openapi::api::resource::v1::{
@@ -124,21 +124,6 @@ fn prepare_direct(
         entry,
         devices: devices.len() - before,
     })
-}
-
-/// Known fields met so far in one object; a second one is refused.
-#[derive(Default)]
-struct Seen(u32);
-
-impl Seen {
-    fn first(&mut self, field: u32) -> Option<()> {
-        let bit = 1 << field;
-        if self.0 & bit != 0 {
-            return None;
-        }
-        self.0 |= bit;
-        Some(())
-    }
 }
 
 /// The value at the cursor, `depth` containers deep, decoded with its own type from its

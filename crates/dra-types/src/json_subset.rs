@@ -50,6 +50,24 @@ pub enum Token {
     List,
 }
 
+/// The known fields of one object met so far, by number: a reader on the [`Cursor`] refuses
+/// a field given twice (the wire types keep the last one, and the reader leaves such text to
+/// them).
+#[derive(Debug, Default)]
+pub struct Seen(u32);
+
+impl Seen {
+    /// `Some` the first time `field` (below 32) is met, `None` after.
+    pub fn first(&mut self, field: u32) -> Option<()> {
+        let bit = 1 << field;
+        if self.0 & bit != 0 {
+            return None;
+        }
+        self.0 |= bit;
+        Some(())
+    }
+}
+
 /// A position in a JSON text.
 #[derive(Debug, Clone)]
 pub struct Cursor<'a> {
