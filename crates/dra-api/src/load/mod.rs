@@ -8,9 +8,9 @@
 //! where a line starts a value: [`split::split_json_stream`]); results are assembled in
 //! input order, so the outcome does not depend on threads.
 
+mod common_shapes;
 mod document;
 mod head;
-mod pod_json;
 mod scan;
 mod split;
 
@@ -799,13 +799,17 @@ fn direct_object(head: &Head<'_>, text: &str) -> Option<AnyObject> {
     {
         return None;
     }
-    // Pods of the common shape without serde's visitor per node, which was most of a
-    // small stream's load; anything else serde decodes as before.
-    let read = (api_version == "v1" && kind == "Pod")
-        .then(|| pod_json::read_pod(text))
-        .flatten();
+    // Pods and nodes of the common shape without serde's visitor per node, which was most
+    // of a small stream's load; anything else serde decodes as before.
+    let read = match (api_version, kind) {
+        ("v1", "Pod") => common_shapes::read_pod(text).map(|pod| AnyObject::Pod(Box::new(pod))),
+        ("v1", "Node") => {
+            common_shapes::read_node(text).map(|node| AnyObject::Node(Box::new(node)))
+        }
+        _ => None,
+    };
     let mut object = match read {
-        Some(pod) => AnyObject::Pod(Box::new(pod)),
+        Some(object) => object,
         None => decode_json(api_version, kind, text)??,
     };
     apply_object_defaults(&mut object);

@@ -1,21 +1,24 @@
-//! Pods of the common shape read straight from their JSON text into the k8s-openapi `Pod`,
-//! without serde's visitor per node: for a stream of a few hundred pods, serde's decode was
-//! most of the loader's time (gpu-selector's 400 pods: 1.3 ms of a 2.25 ms load on two
-//! threads, about 21,000 instructions a pod).
+//! Pods and nodes of the common shape read straight from their JSON text into their
+//! k8s-openapi types, without serde's visitor per node: for a stream of a few hundred pods,
+//! serde's decode was most of the loader's time (gpu-selector's 400 pods: 1.3 ms of a 2.25 ms
+//! load on two threads).
 //!
-//! [`read_pod`] reads only a narrow part of what the wire type accepts: the fields a
-//! workload's pod usually has (name, namespace, uid, labels and annotations; containers with
-//! a name, an image and resources; the pod's resource claims, node name and selector,
-//! priority, priority class and scheduler), each at most once, without `null`, escapes or
-//! any other field. For anything else it answers `None` and the caller decodes the text with
-//! serde as before, so what it answers is always what serde answers for the same text
-//! (tested against serde on generated pods with every node replaced in turn).
+//! [`read_pod`] and [`read_node`] read only a narrow part of what the wire types accept: the
+//! fields a workload's pod usually has (name, namespace, uid, labels and annotations;
+//! containers with a name, an image and resources; the pod's resource claims, node name and
+//! selector, priority, priority class and scheduler), and a node's name and labels, its
+//! allocatable and capacity quantities and its conditions' types and statuses; each at most
+//! once, without `null`, escapes or any other field. For anything else they answer `None`
+//! and the caller decodes the text with serde as before, so what they answer is always what
+//! serde answers for the same text (tested against serde with every node of a full object
+//! replaced in turn).
 
 use std::collections::BTreeMap;
 
 use dra_types::json_subset::{Cursor, Seen, Token};
 use k8s_openapi::api::core::v1::{
-    Container, Pod, PodResourceClaim, PodSpec, ResourceClaim, ResourceRequirements,
+    Container, Node, NodeCondition, NodeStatus, Pod, PodResourceClaim, PodSpec, ResourceClaim,
+    ResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -23,24 +26,93 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 /// The pod the JSON object `text` holds, as serde decodes it, when it is of the shape this
 /// module reads (see the module overview); `None` otherwise.
 pub(crate) fn read_pod(text: &str) -> Option<Pod> {
+    read_object(
+        text,
+        "Pod",
+        |pod: &mut Pod| &mut pod.metadata,
+        |pod, cursor, name, depth| match name {
+            "spec" => {
+                pod.spec = Some(spec(cursor, depth)?);
+                Some(3)
+            }
+            _ => None,
+        },
+    )
+}
+
+/// The node the JSON object `text` holds, as serde decodes it, when it is of the shape this
+/// module reads (see the module overview); `None` otherwise.
+pub(crate) fn read_node(text: &str) -> Option<Node> {
+    read_object(
+        text,
+        "Node",
+        |node: &mut Node| &mut node.metadata,
+        |node, cursor, name, depth| match name {
+            "status" => {
+                node.status = Some(node_status(cursor, depth)?);
+                Some(3)
+            }
+            _ => None,
+        },
+    )
+}
+
+/// The `v1` object of `kind` that the whole of `text` holds: its `apiVersion` and `kind`
+/// checked, its metadata read into `metadata_of` it, and its other members read by `member`
+/// (their field numbers from 3 on, see [`fields`]).
+fn read_object<T: Default>(
+    text: &str,
+    kind: &str,
+    metadata_of: fn(&mut T) -> &mut ObjectMeta,
+    mut member: impl FnMut(&mut T, &mut Cursor<'_>, &str, usize) -> Option<u32>,
+) -> Option<T> {
     let mut cursor = Cursor::new(text);
     cursor.skip_whitespace();
-    let mut pod = Pod::default();
+    let mut object = T::default();
     fields(&mut cursor, 0, |cursor, name, depth| match name {
         "apiVersion" => (string(cursor, depth)? == "v1").then_some(0),
-        "kind" => (string(cursor, depth)? == "Pod").then_some(1),
+        "kind" => (string(cursor, depth)? == kind).then_some(1),
         "metadata" => {
-            pod.metadata = metadata(cursor, depth)?;
+            *metadata_of(&mut object) = metadata(cursor, depth)?;
             Some(2)
         }
-        "spec" => {
-            pod.spec = Some(spec(cursor, depth)?);
-            Some(3)
-        }
-        _ => None,
+        _ => member(&mut object, cursor, name, depth),
     })?;
     cursor.skip_whitespace();
-    (cursor.pos() == text.len()).then_some(pod)
+    (cursor.pos() == text.len()).then_some(object)
+}
+
+fn node_status(cursor: &mut Cursor<'_>, depth: usize) -> Option<NodeStatus> {
+    let mut status = NodeStatus::default();
+    fields(cursor, depth, |cursor, name, depth| {
+        let (field, map) = match name {
+            "conditions" => {
+                status.conditions = Some(list(cursor, depth, node_condition)?);
+                return Some(0);
+            }
+            "allocatable" => (1, &mut status.allocatable),
+            "capacity" => (2, &mut status.capacity),
+            _ => return None,
+        };
+        *map = Some(quantities(cursor, depth)?);
+        Some(field)
+    })?;
+    Some(status)
+}
+
+fn node_condition(cursor: &mut Cursor<'_>, depth: usize) -> Option<NodeCondition> {
+    let mut condition = NodeCondition::default();
+    fields(cursor, depth, |cursor, name, depth| {
+        // Both required strings: the wire type's default when missing.
+        let (field, text) = match name {
+            "type" => (0, &mut condition.type_),
+            "status" => (1, &mut condition.status),
+            _ => return None,
+        };
+        *text = owned(cursor, depth)?;
+        Some(field)
+    })?;
+    Some(condition)
 }
 
 /// The object at the cursor, `depth` containers deep: `member` reads each member's value,
@@ -251,16 +323,29 @@ mod tests {
           "nodeName":"n1","nodeSelector":{"zone":"a"},"priority":-7,
           "priorityClassName":"high","schedulerName":"default-scheduler"}}"#;
 
-    /// Whatever the reader answers for `text`, serde answers the same.
-    fn agrees(text: &str) -> bool {
-        match read_pod(text) {
-            Some(pod) => {
-                let wire: Pod = serde_json::from_str(text).expect("serde decodes what we read");
-                assert_eq!(pod, wire, "{text}");
+    /// A node with every field the reader reads.
+    const NODE: &str = r#"{"apiVersion":"v1","kind":"Node",
+        "metadata":{"name":"n","labels":{"zone":"a","gpu":""}},
+        "status":{"allocatable":{"cpu":"224","memory":"2Ti"},"capacity":{"pods":"110"},
+          "conditions":[{"status":"True","type":"Ready"},{"type":"DiskPressure"}]}}"#;
+
+    /// Whatever `read` answers for `text`, serde answers the same.
+    fn agrees_with<T>(read: fn(&str) -> Option<T>, text: &str) -> bool
+    where
+        T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        match read(text) {
+            Some(object) => {
+                let wire: T = serde_json::from_str(text).expect("serde decodes what we read");
+                assert_eq!(object, wire, "{text}");
                 true
             }
             None => false,
         }
+    }
+
+    fn agrees(text: &str) -> bool {
+        agrees_with(read_pod, text)
     }
 
     #[test]
@@ -324,11 +409,13 @@ mod tests {
         }
     }
 
-    /// Every node of a full pod replaced in turn by each of a set of values: wherever the
-    /// reader answers, serde answers the same.
-    #[test]
-    fn any_node_replaced_reads_as_serde_reads() {
-        let original: serde_json::Value = serde_json::from_str(FULL).expect("json");
+    /// Every node of a full object replaced in turn by each of a set of values: wherever the
+    /// reader answers, serde answers the same; the number of variants it reads.
+    fn replaced_nodes_agree<T>(read: fn(&str) -> Option<T>, full: &str) -> (usize, usize)
+    where
+        T: serde::de::DeserializeOwned + PartialEq + std::fmt::Debug,
+    {
+        let original: serde_json::Value = serde_json::from_str(full).expect("json");
         let replacements = [
             "null",
             "0",
@@ -345,7 +432,7 @@ mod tests {
             "{\"a\":\"b\"}",
             "{\"name\":\"z\"}",
         ];
-        let mut read = 0;
+        let mut read_count = 0;
         let mut n = 0;
         loop {
             let mut changed = false;
@@ -357,8 +444,8 @@ mod tests {
                     continue;
                 }
                 changed = true;
-                if agrees(&value.to_string()) {
-                    read += 1;
+                if agrees_with(read, &value.to_string()) {
+                    read_count += 1;
                 }
             }
             if !changed {
@@ -366,8 +453,39 @@ mod tests {
             }
             n += 1;
         }
-        assert!(n > 40, "{n} nodes");
+        (n, read_count)
+    }
+
+    #[test]
+    fn any_node_replaced_reads_as_serde_reads() {
+        let (nodes, read) = replaced_nodes_agree(read_pod, FULL);
+        assert!(nodes > 40, "{nodes} nodes");
         assert!(read > 40, "only {read} variants read");
+        let (nodes, read) = replaced_nodes_agree(read_node, NODE);
+        assert!(nodes > 15, "{nodes} nodes");
+        assert!(read > 15, "only {read} variants read");
+    }
+
+    #[test]
+    fn reads_nodes_as_serde_does_and_leaves_the_rest() {
+        assert!(agrees_with(read_node, NODE));
+        assert!(agrees_with(
+            read_node,
+            r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n"}}"#
+        ));
+        for text in [
+            NODE.replacen(r#""kind":"Node","#, r#""kind":"Node","spec":{},"#, 1),
+            NODE.replacen(r#""capacity""#, r#""nodeInfo":{},"capacity""#, 1),
+            NODE.replacen(
+                r#"{"type":"DiskPressure"}"#,
+                r#"{"type":"D","reason":"r"}"#,
+                1,
+            ),
+            NODE.replacen(r#""cpu":"224""#, r#""cpu":224"#, 1),
+            NODE.replacen(r#""kind":"Node""#, r#""kind":"Pod""#, 1),
+        ] {
+            assert!(read_node(&text).is_none(), "{text}");
+        }
     }
 
     /// Replaces the `n`th node (in document order, the root excluded) of `value`.
