@@ -34,7 +34,7 @@ use crate::diagnostic::Diagnostic;
 use crate::source::{Located, ObjectRef, Source};
 use document::{DocRoot, LineTree, Step};
 use head::{Head, MetadataOnly};
-use scan::{is_json_whitespace, scan_object, scan_object_to_line_end};
+use scan::{LineBreaks, is_json_whitespace, scan_object, scan_object_to_line_end};
 use split::{Chunk, count_newlines, split_documents, split_json_stream};
 
 /// How to load. `Default` suits command-line use.
@@ -678,6 +678,7 @@ fn json_direct(
     let text = chunk.text;
     let mut output = ChunkOutput::default();
     let mut stream_lines = StreamLines::default();
+    let mut line_breaks = LineBreaks::default();
     let mut position = 0;
     for doc_index in 0.. {
         let (value_start, line) = stream_lines.next_value(text, position);
@@ -689,7 +690,7 @@ fn json_direct(
         // a deferred slice, which goes this usual way on an error): the head scan only skips
         // the values it does not need.
         let scanned = if options.defer_slices {
-            scan_object_to_line_end(rest)
+            scan_object_to_line_end(rest, &mut line_breaks)
         } else {
             scan_object(rest, true).map(|(head, length)| (head, length, false))
         };

@@ -30,7 +30,7 @@ pub(crate) use dra_types::json_subset::is_json_whitespace;
 /// serde refuses, or one outside the subset in a value the head does not look at.
 pub(crate) fn scan_object(text: &str, skip_values: bool) -> Option<(Head<'_>, usize)> {
     let mut cursor = Cursor::new(text);
-    let (head, _) = top_object(&mut cursor, skip_values, false)?;
+    let (head, _) = top_object(&mut cursor, skip_values, None)?;
     Some((head, cursor.pos()))
 }
 
@@ -44,22 +44,51 @@ pub(crate) fn scan_object(text: &str, skip_values: bool) -> Option<(Head<'_>, us
 /// as undecodable there, and the caller loads the input again without deferring slices.
 /// A cut that is not a document's end cannot make the rest of the stream read as
 /// documents either: what follows it closes a bracket it never opened.
-pub(crate) fn scan_object_to_line_end(text: &str) -> Option<(Head<'_>, usize, bool)> {
+///
+/// `breaks` carries the line break last found from one call to the next: the texts of a
+/// stream's documents are the rest of one chunk each (they share its end), and a line holding
+/// many documents was otherwise searched to its end again from each of them.
+pub(crate) fn scan_object_to_line_end<'a>(
+    text: &'a str,
+    breaks: &mut LineBreaks,
+) -> Option<(Head<'a>, usize, bool)> {
     let mut cursor = Cursor::new(text);
-    let (head, cut) = top_object(&mut cursor, true, true)?;
+    let (head, cut) = top_object(&mut cursor, true, Some(breaks))?;
     Some((head, cursor.pos(), cut))
+}
+
+/// The last search for a line break in texts that share their end: where it started and
+/// the break (or the end) it found, as distances from that end. No break lies between them,
+/// so the break answers any later search that starts between them too.
+#[derive(Debug, Default)]
+pub(crate) struct LineBreaks {
+    searched: Option<(usize, usize)>,
+}
+
+impl LineBreaks {
+    /// The offset in `bytes` of the first line break at or after `from`, or `bytes.len()`.
+    fn line_end(&mut self, bytes: &[u8], from: usize) -> usize {
+        let from_end = bytes.len() - from;
+        match self.searched {
+            Some((start, found)) if found <= from_end && from_end <= start => bytes.len() - found,
+            _ => {
+                let end = memchr::memchr(b'\n', &bytes[from..]).map_or(bytes.len(), |at| from + at);
+                self.searched = Some((from_end, bytes.len() - end));
+                end
+            }
+        }
+    }
 }
 
 /// Where the document's closing brace is if the value at `from`, an object, closes the
 /// document at the end of the line: the line's last two bytes other than white space are
 /// both `}` (the value's and the document's).
-fn closing_brace_at_line_end(text: &str, from: usize) -> Option<usize> {
+fn closing_brace_at_line_end(text: &str, from: usize, breaks: &mut LineBreaks) -> Option<usize> {
     let bytes = text.as_bytes();
-    let rest = bytes.get(from..)?;
-    if rest.first() != Some(&b'{') {
+    if bytes.get(from) != Some(&b'{') {
         return None;
     }
-    let line = memchr::memchr(b'\n', rest).map_or(rest, |end| &rest[..end]);
+    let line = &bytes[from..breaks.line_end(bytes, from)];
     let last = line.iter().rposition(|&b| !is_json_whitespace(b))?;
     let before = line[..last].iter().rposition(|&b| !is_json_whitespace(b))?;
     (line[last] == b'}' && line[before] == b'}').then_some(from + last)
@@ -74,7 +103,7 @@ fn closing_brace_at_line_end(text: &str, from: usize) -> Option<usize> {
 fn top_object<'a>(
     cursor: &mut Cursor<'a>,
     skip_values: bool,
-    cut_slices: bool,
+    mut cut_slices: Option<&mut LineBreaks>,
 ) -> Option<(Head<'a>, bool)> {
     let mut head = Head {
         is_object: true,
@@ -88,8 +117,9 @@ fn top_object<'a>(
         let start = cursor.pos();
         let value = match key {
             "apiVersion" | "kind" | "items" => cursor.value(1)?,
-            "spec" if cut_slices && head.names_a_slice() => {
-                match closing_brace_at_line_end(cursor.text(), start) {
+            "spec" if cut_slices.is_some() && head.names_a_slice() => {
+                let breaks = cut_slices.as_deref_mut()?;
+                match closing_brace_at_line_end(cursor.text(), start, breaks) {
                     // `members` reads the brace and ends the object there.
                     Some(brace) => {
                         cursor.set_pos(brace);
@@ -242,7 +272,8 @@ mod tests {
             format!("{slice} \r\n{next}"),
             slice.to_string(),
         ] {
-            let (head, end, cut) = scan_object_to_line_end(&text).expect("scanned");
+            let (head, end, cut) =
+                scan_object_to_line_end(&text, &mut LineBreaks::default()).expect("scanned");
             assert!(cut, "{text}");
             assert_eq!(end, slice.len());
             assert_eq!(Some((head, end)), scan_object(&text, true), "{text}");
@@ -255,7 +286,8 @@ mod tests {
             slice.replacen(r#""spec":{"#, r#""spec":null,"x":{"#, 1),
             format!("{slice}\"x\""),
         ] {
-            let (head, end, cut) = scan_object_to_line_end(&text).expect("scanned");
+            let (head, end, cut) =
+                scan_object_to_line_end(&text, &mut LineBreaks::default()).expect("scanned");
             assert!(!cut, "{text}");
             assert_eq!(Some((head, end)), scan_object(&text, true), "{text}");
         }
@@ -264,11 +296,28 @@ mod tests {
         let going_on = r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","spec":{"a":{}}
             ,"x":{}}"#;
         let skipped_end = scan_object(going_on, true).expect("scanned").1;
-        let (_, end, cut) = scan_object_to_line_end(going_on).expect("scanned");
+        let (_, end, cut) =
+            scan_object_to_line_end(going_on, &mut LineBreaks::default()).expect("scanned");
         assert!(cut && end < skipped_end, "{going_on}");
         let two = format!("{slice} {next}");
-        let (_, end, cut) = scan_object_to_line_end(&two).expect("scanned");
+        let (_, end, cut) =
+            scan_object_to_line_end(&two, &mut LineBreaks::default()).expect("scanned");
         assert!(cut && end == two.len(), "{two}");
+    }
+
+    /// The line break kept from one search answers as a fresh search would, for texts that
+    /// share their end, at increasing positions (how the loader asks).
+    #[test]
+    fn line_breaks_kept_answer_as_searched_afresh() {
+        let text = "ab\ncd ef\n\ngh";
+        let mut breaks = LineBreaks::default();
+        for start in 0..text.len() {
+            let rest = &text.as_bytes()[start..];
+            for from in [0, rest.len() / 2] {
+                let fresh = LineBreaks::default().line_end(rest, from);
+                assert_eq!(breaks.line_end(rest, from), fresh, "{start} {from}");
+            }
+        }
     }
 
     /// Pieces of JSON text, mostly within the subset, some outside it or invalid.
