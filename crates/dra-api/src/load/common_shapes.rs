@@ -145,10 +145,19 @@ fn owned(cursor: &mut Cursor<'_>, depth: usize) -> Option<String> {
 
 /// A mapping of strings to strings, each key once.
 fn string_map(cursor: &mut Cursor<'_>, depth: usize) -> Option<BTreeMap<String, String>> {
+    map_of_strings(cursor, depth, |value| value)
+}
+
+/// A mapping of strings to strings, each key once, each value made a `V` by `make`.
+fn map_of_strings<V>(
+    cursor: &mut Cursor<'_>,
+    depth: usize,
+    make: fn(String) -> V,
+) -> Option<BTreeMap<String, V>> {
     let mut map = BTreeMap::new();
     cursor.members(depth + 1, |cursor, key| {
         let key = cursor.plain_str(key)?.to_string();
-        let value = owned(cursor, depth + 1)?;
+        let value = make(owned(cursor, depth + 1)?);
         map.insert(key, value).is_none().then_some(())
     })?;
     Some(map)
@@ -267,8 +276,7 @@ fn resources(cursor: &mut Cursor<'_>, depth: usize) -> Option<ResourceRequiremen
 
 /// Quantities given as strings (the wire type also takes numbers, printed its own way).
 fn quantities(cursor: &mut Cursor<'_>, depth: usize) -> Option<BTreeMap<String, Quantity>> {
-    let map = string_map(cursor, depth)?;
-    Some(map.into_iter().map(|(k, v)| (k, Quantity(v))).collect())
+    map_of_strings(cursor, depth, Quantity)
 }
 
 fn container_claim(cursor: &mut Cursor<'_>, depth: usize) -> Option<ResourceClaim> {
