@@ -18,8 +18,9 @@
 //! `--as-needed` then drops: `dra --version` 1.27 -> 1.12 ms (BENCHMARKS.md, "A statically
 //! linked binary"), as `gcc -static-libgcc` would (`nm` shows every `_Unwind_*` symbol
 //! defined in `dra`; the test executables, linked in another order, still take all of them
-//! from `libgcc_s`, never some from each). Without that archive the build links as before. A build with `crt-static` (`.cargo/static.toml`) links statically and needs
-//! neither step.
+//! from `libgcc_s`, never some from each). Without that archive, or when cross-compiling (the
+//! host's `cc` would name its own), the build links as before. A build with `crt-static`
+//! (`.cargo/static.toml`) links statically and needs neither step.
 
 fn main() {
     let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
@@ -29,7 +30,9 @@ fn main() {
     let static_crt = features.split(',').any(|f| f == "crt-static");
     if os == "linux" && env == "gnu" && !static_crt {
         println!("cargo:rustc-link-arg-bins=-no-pie");
-        if let Some(dir) = static_unwinder_dir() {
+        // `cc` is the host's compiler: its archive is only the target's when they are one.
+        let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
+        if let Some(dir) = native.then(static_unwinder_dir).flatten() {
             println!("cargo:rustc-link-search=native={}", dir.display());
             println!("cargo:rustc-link-lib=static:-bundle=gcc_eh");
         }
