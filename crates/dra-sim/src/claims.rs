@@ -438,6 +438,8 @@ impl ClaimStore {
             .reserved_for
             .get_or_insert_with(Vec::new);
         if !list.iter().any(|r| r.uid == pod_uid) {
+            // Most claims are reserved for one pod: no room for three more per claim.
+            list.reserve_exact(1);
             list.push(ResourceClaimConsumerReference {
                 api_group: None,
                 name: pod_name.to_string(),

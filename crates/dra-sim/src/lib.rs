@@ -97,7 +97,7 @@ pub use priority::pod_priority;
 pub use reference::{
     run_first_fit, run_first_fit_every_node, run_first_fit_snapshot, run_first_fit_snapshot_each,
 };
-pub use report::{ClaimAllocations, PodOutcome, PodResult, PodState, PodStatus, Report};
+pub use report::{ClaimAllocations, NameMap, PodOutcome, PodResult, PodState, PodStatus, Report};
 pub use scheduler::{
     Binding, ExplainOptions, NodePick, NodeSampling, PodChanges, SimOptions, Simulation, simulate,
     simulate_snapshot,

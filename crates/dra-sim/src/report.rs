@@ -10,41 +10,48 @@ use serde::Serialize;
 
 use crate::ClaimStore;
 
-/// The claims a pod's scheduling allocated: claim name to allocation, in name order, written
-/// as a JSON object (as a `BTreeMap` would be). A pod has one claim or a few; a sorted list
-/// holds them in a fraction of a `BTreeMap`'s memory, whose first node has room for eleven
-/// entries (over a kilobyte per pod, most of a large simulation's result memory).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ClaimAllocations(Vec<(String, AllocationResult)>);
+/// A small map keyed by name, in name order, written as a JSON object (as a `BTreeMap` would
+/// be). A pod has one claim or a few; a sorted list holds them in a fraction of a `BTreeMap`'s
+/// memory, whose first node has room for eleven entries (over half a kilobyte per pod and
+/// map, most of a large simulation's result memory), and grows one entry at a time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NameMap<V>(Vec<(String, V)>);
 
-impl ClaimAllocations {
-    /// Adds or replaces the allocation of `claim`; returns the one it replaced.
-    pub fn insert(
-        &mut self,
-        claim: String,
-        allocation: AllocationResult,
-    ) -> Option<AllocationResult> {
+impl<V> Default for NameMap<V> {
+    fn default() -> Self {
+        NameMap(Vec::new())
+    }
+}
+
+/// The claims a pod's scheduling allocated: claim name to allocation.
+pub type ClaimAllocations = NameMap<AllocationResult>;
+
+impl<V> NameMap<V> {
+    /// Adds or replaces the value of `name`; returns the one it replaced.
+    pub fn insert(&mut self, name: String, value: V) -> Option<V> {
         match self
             .0
-            .binary_search_by(|(name, _)| name.as_str().cmp(&claim))
+            .binary_search_by(|(known, _)| known.as_str().cmp(&name))
         {
-            Ok(at) => Some(std::mem::replace(&mut self.0[at].1, allocation)),
+            Ok(at) => Some(std::mem::replace(&mut self.0[at].1, value)),
             Err(at) => {
-                self.0.insert(at, (claim, allocation));
+                // Room for exactly one more: most maps stay at one entry.
+                self.0.reserve_exact(1);
+                self.0.insert(at, (name, value));
                 None
             }
         }
     }
 
-    pub fn get(&self, claim: &str) -> Option<&AllocationResult> {
+    pub fn get(&self, name: &str) -> Option<&V> {
         self.0
-            .binary_search_by(|(name, _)| name.as_str().cmp(claim))
+            .binary_search_by(|(known, _)| known.as_str().cmp(name))
             .ok()
             .map(|at| &self.0[at].1)
     }
 
-    /// `(claim, allocation)` in claim name order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &AllocationResult)> {
+    /// `(name, value)` in name order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&String, &V)> {
         self.into_iter()
     }
 
@@ -57,19 +64,19 @@ impl ClaimAllocations {
     }
 }
 
-impl<'a> IntoIterator for &'a ClaimAllocations {
-    type Item = (&'a String, &'a AllocationResult);
+impl<'a, V> IntoIterator for &'a NameMap<V> {
+    type Item = (&'a String, &'a V);
     type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (String, AllocationResult)>,
-        fn(&'a (String, AllocationResult)) -> (&'a String, &'a AllocationResult),
+        std::slice::Iter<'a, (String, V)>,
+        fn(&'a (String, V)) -> (&'a String, &'a V),
     >;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.iter().map(|(name, allocation)| (name, allocation))
+        self.0.iter().map(|(name, value)| (name, value))
     }
 }
 
-impl Serialize for ClaimAllocations {
+impl<V: Serialize> Serialize for NameMap<V> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_map(self.iter())
     }
@@ -176,8 +183,8 @@ pub struct PodResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<usize>,
     /// Pod claim name -> ResourceClaim name.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub claims: BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "NameMap::is_empty")]
+    pub claims: NameMap<String>,
     /// Extended resources the pod requests that a DeviceClass maps, and what serves them on
     /// the pod's node: `DRA` or `device plugin`.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -216,7 +223,7 @@ mod tests {
     }
 
     #[test]
-    fn claim_allocations_keep_name_order_and_replace_like_a_map() {
+    fn name_maps_keep_name_order_and_replace_like_a_map() {
         let mut list = ClaimAllocations::default();
         let mut map = BTreeMap::new();
         for (claim, device) in [("b", "1"), ("a", "2"), ("c", "3"), ("a", "4"), ("aa", "5")] {
@@ -224,6 +231,8 @@ mod tests {
             assert_eq!(replaced, map.insert(claim.to_string(), allocation(device)));
         }
         assert_eq!(list.len(), 4);
+        // One entry of room at a time: a pod's single claim costs no spare slots.
+        assert_eq!(list.0.capacity(), list.len());
         assert_eq!(list.get("a"), Some(&allocation("4")));
         assert_eq!(list.get("zz"), None);
         let names: Vec<&String> = list.iter().map(|(name, _)| name).collect();
@@ -232,6 +241,14 @@ mod tests {
         assert_eq!(
             serde_json::to_string_pretty(&list).expect("serialises"),
             serde_json::to_string_pretty(&map).expect("serialises")
+        );
+        let mut claims: NameMap<String> = NameMap::default();
+        assert!(claims.is_empty());
+        claims.insert("gpu".to_string(), "pod-gpu".to_string());
+        assert_eq!(claims.0.capacity(), 1);
+        assert_eq!(
+            serde_json::to_string(&claims).expect("serialises"),
+            r#"{"gpu":"pod-gpu"}"#
         );
     }
 }

@@ -60,7 +60,7 @@ use crate::fit::{
     FitFailure, PodFacts, SimNode, intolerable_prefer_no_schedule_taints, node_affinity_matches,
     node_fit_failures, node_fits, node_fits_except_affinity, preferred_affinity_score,
 };
-use crate::report::{ClaimAllocations, PodResult, PodState};
+use crate::report::{ClaimAllocations, NameMap, PodResult, PodState};
 use crate::score::{
     FIRST_AVAILABLE_MAX_SIZE, FitStrategy, NodeScore, RawScore, balanced_allocation_score, combine,
     resource_fit_score, select_host,
@@ -379,7 +379,6 @@ struct PodEntry<'a> {
     uid: String,
     facts: PodFacts,
     priority: Result<i32, String>,
-    result: PodResult,
     deleted: bool,
 }
 
@@ -500,6 +499,8 @@ struct Engine<'a> {
     /// Position of each node in name order.
     rank: Vec<usize>,
     pods: Vec<PodEntry<'a>>,
+    /// Per pod, in input order (as `pods`): what the simulation answers.
+    results: Vec<PodResult>,
     next_start: usize,
     evictions: Vec<Eviction>,
     would_evict: Vec<WouldEvict>,
@@ -588,6 +589,9 @@ impl<'a> Engine<'a> {
         for (position, node) in order.iter().enumerate() {
             rank[node.0 as usize] = position;
         }
+        // Each pod's result is kept apart from what the engine knows of the pod, so that the
+        // simulation's answer is the list as it stands, not a copy made at the end.
+        let mut results = Vec::with_capacity(input.pods.len());
         let pods = input
             .pods
             .iter()
@@ -595,28 +599,28 @@ impl<'a> Engine<'a> {
                 let (namespace, name) = key_of(&pod.metadata);
                 let uid = pod_uid(pod);
                 let priority = crate::priority::pod_priority(pod, &input.priority_classes);
+                results.push(PodResult {
+                    pod: format!("{namespace}/{name}"),
+                    node: None,
+                    status: PodState::Unschedulable,
+                    allocations: ClaimAllocations::default(),
+                    error: None,
+                    priority: *priority.as_ref().unwrap_or(&0),
+                    queue_position: None,
+                    claims: NameMap::default(),
+                    extended_resources: BTreeMap::new(),
+                    extended_resource_claim_status: None,
+                    reason: None,
+                    placement: None,
+                    diagnosis: None,
+                    eviction: None,
+                    notes: Vec::new(),
+                    steps: 0,
+                });
                 PodEntry {
                     pod,
                     binding: None,
                     facts: PodFacts::of(pod, &mapping),
-                    result: PodResult {
-                        pod: format!("{namespace}/{name}"),
-                        node: None,
-                        status: PodState::Unschedulable,
-                        allocations: ClaimAllocations::default(),
-                        error: None,
-                        priority: *priority.as_ref().unwrap_or(&0),
-                        queue_position: None,
-                        claims: BTreeMap::new(),
-                        extended_resources: BTreeMap::new(),
-                        extended_resource_claim_status: None,
-                        reason: None,
-                        placement: None,
-                        diagnosis: None,
-                        eviction: None,
-                        notes: Vec::new(),
-                        steps: 0,
-                    },
                     priority,
                     namespace,
                     name,
@@ -637,6 +641,7 @@ impl<'a> Engine<'a> {
             order,
             rank,
             pods,
+            results,
             next_start: 0,
             evictions: Vec::new(),
             would_evict: Vec::new(),
@@ -688,7 +693,7 @@ impl<'a> Engine<'a> {
                 .map(|c| (namespace.clone(), c.claim_name))
                 .collect(),
             Err(PodClaimError(message)) => {
-                self.pods[p].result.notes.push(message);
+                self.results[p].notes.push(message);
                 Vec::new()
             }
         };
@@ -722,15 +727,14 @@ impl<'a> Engine<'a> {
                         released.push(format!("{}/{}", key.0, key.1));
                     }
                 }
-                let entry = &mut self.pods[p];
-                entry.result.status = PodState::Skipped;
-                entry.result.node = (!node_name.is_empty()).then(|| node_name.to_string());
-                entry.result.reason = Some(format!(
+                let result = &mut self.results[p];
+                result.status = PodState::Skipped;
+                result.node = (!node_name.is_empty()).then(|| node_name.to_string());
+                result.reason = Some(format!(
                     "finished (phase {phase}): the scheduler ignores it and the resourceclaim controller releases its claims"
                 ));
                 if !released.is_empty() {
-                    entry
-                        .result
+                    result
                         .notes
                         .push(format!("deallocated: {}", released.join(", ")));
                 }
@@ -741,15 +745,16 @@ impl<'a> Engine<'a> {
             }
             let claims = self.bound_pod_claims(p);
             let entry = &mut self.pods[p];
-            entry.result.status = PodState::Running;
-            entry.result.node = Some(node_name.to_string());
+            let result = &mut self.results[p];
+            result.status = PodState::Running;
+            result.node = Some(node_name.to_string());
             for (ns, name) in &claims {
                 let allocated = self
                     .claims
                     .get(ns, name)
                     .is_some_and(|c| c.status.as_ref().is_some_and(|s| s.allocation.is_some()));
                 if !allocated {
-                    entry.result.notes.push(format!(
+                    result.notes.push(format!(
                         "claim {ns}/{name} is not allocated: the kubelet cannot start the pod"
                     ));
                 }
@@ -759,8 +764,7 @@ impl<'a> Engine<'a> {
                     let facts = entry.facts.clone();
                     self.nodes[node.0 as usize].add_pod(&facts);
                 }
-                None => entry
-                    .result
+                None => result
                     .notes
                     .push(format!("node {node_name} is not in the input")),
             }
@@ -769,7 +773,7 @@ impl<'a> Engine<'a> {
 
     fn run_evictions(&mut self) {
         for p in 0..self.pods.len() {
-            if self.pods[p].result.status != PodState::Running {
+            if self.results[p].status != PodState::Running {
                 continue;
             }
             let uid = self.pods[p].uid.clone();
@@ -801,7 +805,7 @@ impl<'a> Engine<'a> {
                 times.extend(time);
                 dry_run.extend(none);
             }
-            let pod_key = self.pods[p].result.pod.clone();
+            let pod_key = self.results[p].pod.clone();
             if !dry_run.is_empty() {
                 self.would_evict.push(WouldEvict {
                     pod: pod_key.clone(),
@@ -811,7 +815,7 @@ impl<'a> Engine<'a> {
             let Some(time) = earliest(times) else {
                 continue;
             };
-            let node = self.pods[p].result.node.clone().unwrap_or_default();
+            let node = self.results[p].node.clone().unwrap_or_default();
             let mut deallocated = Vec::new();
             let mut deleted = Vec::new();
             for key in &claims {
@@ -837,10 +841,11 @@ impl<'a> Engine<'a> {
                 deleted_claims: deleted,
             };
             let entry = &mut self.pods[p];
+            let result = &mut self.results[p];
             entry.deleted = true;
-            entry.result.status = PodState::Evicted;
+            result.status = PodState::Evicted;
             let first = &eviction.reasons[0];
-            entry.result.reason = Some(format!(
+            result.reason = Some(format!(
                 "evicted by the device taint eviction controller {}: device {} of claim {} has taint {}:{} ({})",
                 match (eviction.after_seconds, &eviction.at) {
                     (0, None) => "at once".to_string(),
@@ -854,7 +859,7 @@ impl<'a> Engine<'a> {
                 first.taint.effect,
                 first.taint.origin
             ));
-            entry.result.eviction = Some(eviction.clone());
+            result.eviction = Some(eviction.clone());
             self.evictions.push(eviction);
         }
     }
@@ -863,7 +868,8 @@ impl<'a> Engine<'a> {
         let mut queue: Vec<usize> = Vec::new();
         for p in 0..self.pods.len() {
             let entry = &mut self.pods[p];
-            if entry.result.status != PodState::Unschedulable {
+            let result = &mut self.results[p];
+            if result.status != PodState::Unschedulable {
                 continue;
             }
             let spec = entry.pod.spec.as_ref();
@@ -874,8 +880,8 @@ impl<'a> Engine<'a> {
                 .map(|g| g.name.as_str())
                 .collect();
             if !gates.is_empty() {
-                entry.result.status = PodState::Skipped;
-                entry.result.reason = Some(format!(
+                result.status = PodState::Skipped;
+                result.reason = Some(format!(
                     "waiting for scheduling gates: [{}]",
                     gates.join(" ")
                 ));
@@ -885,27 +891,25 @@ impl<'a> Engine<'a> {
                 .and_then(|s| s.scheduler_name.as_deref())
                 .unwrap_or(DEFAULT_SCHEDULER_NAME);
             if scheduler != DEFAULT_SCHEDULER_NAME {
-                entry.result.status = PodState::Skipped;
-                entry.result.reason = Some(format!(
+                result.status = PodState::Skipped;
+                result.reason = Some(format!(
                     "schedulerName {scheduler}: not handled by the simulated {DEFAULT_SCHEDULER_NAME}"
                 ));
                 continue;
             }
             if let Err(message) = &entry.priority {
-                entry.result.status = PodState::Error;
-                entry.result.error =
-                    Some(format!("pods \"{}\" is forbidden: {message}", entry.name));
-                entry.result.reason = entry.result.error.clone();
+                result.status = PodState::Error;
+                result.error = Some(format!("pods \"{}\" is forbidden: {message}", entry.name));
+                result.reason = result.error.clone();
                 continue;
             }
             queue.push(p);
         }
         // PrioritySort: higher priority first, then queue order (input order).
         queue.sort_by(|a, b| {
-            self.pods[*b]
-                .result
+            self.results[*b]
                 .priority
-                .cmp(&self.pods[*a].result.priority)
+                .cmp(&self.results[*a].priority)
                 .then(a.cmp(b))
         });
         if self.decides_by_class() {
@@ -913,7 +917,7 @@ impl<'a> Engine<'a> {
             self.devices.set_ranks(&self.rank);
         }
         for (position, p) in queue.into_iter().enumerate() {
-            self.pods[p].result.queue_position = Some(position);
+            self.results[p].queue_position = Some(position);
             self.schedule(p);
         }
     }
@@ -1833,31 +1837,31 @@ impl<'a> Engine<'a> {
                 Ok(a) => a,
                 Err((state, message)) => {
                     let total = self.order.len();
-                    let entry = &mut self.pods[p];
-                    entry.result.status = state;
+                    let result = &mut self.results[p];
+                    result.status = state;
                     if state == PodState::Error {
-                        entry.result.error = Some(message.clone());
-                        entry.result.reason = Some(message);
+                        result.error = Some(message.clone());
+                        result.reason = Some(message);
                     } else {
                         let text = format!("0/{total} nodes are available: {message}.");
-                        entry.result.reason = Some(text.clone());
-                        entry.result.diagnosis = Some(Diagnosis {
+                        result.reason = Some(text.clone());
+                        result.diagnosis = Some(Diagnosis {
                             message: text,
                             nodes: Vec::new(),
                             nodes_not_shown: 0,
                             hints: Vec::new(),
                         });
                     }
-                    entry.result.steps = steps;
+                    result.steps = steps;
                     return;
                 }
             };
             match self.decide(p, &mut attempt, &mut steps) {
                 Decision::Error(message) => {
-                    let entry = &mut self.pods[p];
-                    entry.result.status = PodState::Error;
-                    entry.result.error = Some(message.clone());
-                    entry.result.reason = Some(message);
+                    let result = &mut self.results[p];
+                    result.status = PodState::Error;
+                    result.error = Some(message.clone());
+                    result.reason = Some(message);
                 }
                 Decision::Scheduled {
                     feasible,
@@ -1873,10 +1877,10 @@ impl<'a> Engine<'a> {
                         placement.passed_over = self.diagnose(p, &attempt, shown, quiet).nodes;
                     }
                     if let Err(message) = self.bind(p, &attempt, feasible, *placement) {
-                        let entry = &mut self.pods[p];
-                        entry.result.status = PodState::Error;
-                        entry.result.error = Some(message.clone());
-                        entry.result.reason = Some(message);
+                        let result = &mut self.results[p];
+                        result.status = PodState::Error;
+                        result.error = Some(message.clone());
+                        result.reason = Some(message);
                     }
                 }
                 Decision::Pending {
@@ -1884,7 +1888,7 @@ impl<'a> Engine<'a> {
                     unavailable,
                 } => {
                     if let Some(key) = self.post_filter(p, &attempt, &unavailable) {
-                        self.pods[p].result.notes.push(format!(
+                        self.results[p].notes.push(format!(
                             "the scheduler deallocated claim {}/{} (allocated for a node where the pod does not fit, reserved by no other pod) and retried",
                             key.0, key.1
                         ));
@@ -1894,19 +1898,18 @@ impl<'a> Engine<'a> {
                 }
             }
             self.record_claims(p, &attempt.claims);
-            self.pods[p].result.steps = steps;
+            self.results[p].steps = steps;
             return;
         }
-        self.pods[p].result.reason =
+        self.results[p].reason =
             Some("still not schedulable after deallocating its claims".to_string());
-        self.pods[p].result.steps = steps;
+        self.results[p].steps = steps;
     }
 
     fn record_claims(&mut self, p: usize, claims: &[PodClaim]) {
-        let entry = &mut self.pods[p];
+        let result = &mut self.results[p];
         for c in claims {
-            entry
-                .result
+            result
                 .claims
                 .insert(c.pod_claim_name.clone(), c.claim_name.clone());
         }
@@ -1961,16 +1964,16 @@ impl<'a> Engine<'a> {
         rejected: &[Rejected],
         explain: ExplainOptions,
     ) -> Diagnosis {
-        let pod_ref = |e: &PodEntry<'_>| PodRef {
-            pod: e.result.pod.clone(),
-            priority: e.result.priority,
+        let pod_ref = |q: usize| PodRef {
+            pod: self.results[q].pod.clone(),
+            priority: self.results[q].priority,
         };
         let (pods_by_uid, pods_by_name) = self.pod_refs.get_or_init(|| {
-            let live = || self.pods.iter().filter(|e| !e.deleted);
+            let live = || self.pods.iter().enumerate().filter(|(_, e)| !e.deleted);
             (
-                live().map(|e| (e.uid.clone(), pod_ref(e))).collect(),
+                live().map(|(q, e)| (e.uid.clone(), pod_ref(q))).collect(),
                 live()
-                    .map(|e| ((e.namespace.clone(), e.name.clone()), pod_ref(e)))
+                    .map(|(q, e)| ((e.namespace.clone(), e.name.clone()), pod_ref(q)))
                     .collect(),
             )
         });
@@ -1995,7 +1998,7 @@ impl<'a> Engine<'a> {
             pods_by_uid,
             pods_by_name,
             node_names: &self.node_names,
-            pod: pod_ref(&self.pods[p]),
+            pod: pod_ref(p),
             pod_claims: &pod_claims,
             claim_sets: &claim_sets,
             max_nodes: explain.max_nodes,
@@ -2027,15 +2030,15 @@ impl<'a> Engine<'a> {
             n.failures
                 .first()
                 .is_some_and(|f| f.plugin == "NodeResourcesFit")
-        }) && self.pods.iter().any(|e| {
-            e.result.status == PodState::Running && e.result.priority < self.pods[p].result.priority
+        }) && self.results.iter().any(|other| {
+            other.status == PodState::Running && other.priority < self.results[p].priority
         }) {
             reason.push_str(" (kube-scheduler may preempt lower-priority pods for cpu, memory or pods; preemption is not simulated)");
         }
-        let entry = &mut self.pods[p];
-        entry.result.status = PodState::Unschedulable;
-        entry.result.reason = Some(reason);
-        entry.result.diagnosis = Some(diagnosis);
+        let result = &mut self.results[p];
+        result.status = PodState::Unschedulable;
+        result.reason = Some(reason);
+        result.diagnosis = Some(diagnosis);
     }
 
     /// Reserve and PreBind: write allocations, reservations and the pod's node and status.
@@ -2112,6 +2115,7 @@ impl<'a> Engine<'a> {
             classes.update(feasible.node, &self.nodes[node], self.rank[node]);
         }
         let entry = &mut self.pods[p];
+        let result = &mut self.results[p];
         let template_claims: Vec<PodResourceClaimStatus> = attempt
             .claims
             .iter()
@@ -2126,10 +2130,10 @@ impl<'a> Engine<'a> {
             template_claims,
             extended: extended_status.clone(),
         });
-        entry.result.status = PodState::Scheduled;
-        entry.result.node = Some(node_name);
-        entry.result.allocations = allocations;
-        entry.result.extended_resource_claim_status = extended_status;
+        result.status = PodState::Scheduled;
+        result.node = Some(node_name);
+        result.allocations = allocations;
+        result.extended_resource_claim_status = extended_status;
         for resource in attempt.extended.keys() {
             let served = if attempt.variants[feasible.variant]
                 .resources
@@ -2139,12 +2143,11 @@ impl<'a> Engine<'a> {
             } else {
                 "device plugin"
             };
-            entry
-                .result
+            result
                 .extended_resources
                 .insert(resource.clone(), served.to_string());
         }
-        entry.result.placement = Some(placement);
+        result.placement = Some(placement);
         Ok(())
     }
 
@@ -2153,8 +2156,8 @@ impl<'a> Engine<'a> {
             pods: self.pods.len(),
             ..Summary::default()
         };
-        for entry in &self.pods {
-            match entry.result.status {
+        for result in &self.results {
+            match result.status {
                 PodState::Scheduled => summary.scheduled += 1,
                 PodState::Unschedulable => summary.unschedulable += 1,
                 PodState::Error => summary.error += 1,
@@ -2183,7 +2186,7 @@ impl<'a> Engine<'a> {
                     })
             })
             .collect();
-        let steps = self.pods.iter().map(|e| e.result.steps).sum();
+        let steps = self.results.iter().map(|r| r.steps).sum();
         let tainted_devices = self
             .taints
             .tainted_devices()
@@ -2211,6 +2214,7 @@ impl<'a> Engine<'a> {
             classes,
             claims,
             pods: entries,
+            results,
             evictions,
             would_evict,
             notes,
@@ -2219,15 +2223,15 @@ impl<'a> Engine<'a> {
             ..
         } = self;
         drop((devices, classes));
-        let mut results = Vec::with_capacity(entries.len());
-        let mut pod_changes = Vec::with_capacity(entries.len());
-        for entry in entries {
-            pod_changes.push((!entry.deleted).then_some(PodChanges {
-                uid: entry.uid,
-                binding: entry.binding,
-            }));
-            results.push(entry.result);
-        }
+        let pod_changes = entries
+            .into_iter()
+            .map(|entry| {
+                (!entry.deleted).then_some(PodChanges {
+                    uid: entry.uid,
+                    binding: entry.binding,
+                })
+            })
+            .collect();
         Simulation {
             node_pick: options.node_pick.name(),
             results,
