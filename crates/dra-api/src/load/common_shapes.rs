@@ -171,7 +171,14 @@ fn list<T>(
 ) -> Option<Vec<T>> {
     let mut items = Vec::new();
     cursor.elements(depth + 1, |cursor| {
-        items.push(element(cursor, depth + 1)?);
+        let item = element(cursor, depth + 1)?;
+        // Most lists of a pod or node hold one element (a claim, a toleration, a condition):
+        // room for exactly one, not the four a first push makes room for; longer lists then
+        // grow as usual.
+        if items.is_empty() {
+            items.reserve_exact(1);
+        }
+        items.push(item);
         Some(())
     })?;
     Some(items)
@@ -472,6 +479,27 @@ mod tests {
         let (nodes, read) = replaced_nodes_agree(read_node, NODE);
         assert!(nodes > 15, "{nodes} nodes");
         assert!(read > 15, "only {read} variants read");
+    }
+
+    #[test]
+    fn a_list_of_one_holds_room_for_one() {
+        let pod = read_pod(FULL).expect("reads");
+        let spec = pod.spec.expect("spec");
+        assert_eq!(spec.containers.capacity(), 2);
+        let claims = spec.resource_claims.expect("claims");
+        assert_eq!((claims.len(), claims.capacity()), (2, 4));
+        let one = r#"{"kind":"Pod","metadata":{"name":"p"},"spec":{
+            "containers":[{"name":"c","resources":{"claims":[{"name":"gpu"}]}}],
+            "resourceClaims":[{"name":"gpu","resourceClaimTemplateName":"t"}]}}"#;
+        assert!(agrees(one));
+        let spec = read_pod(one).expect("reads").spec.expect("spec");
+        assert_eq!(spec.containers.capacity(), 1);
+        let claims = spec.containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.claims.as_ref());
+        assert_eq!(claims.map(Vec::capacity), Some(1));
+        assert_eq!(spec.resource_claims.map(|c| c.capacity()), Some(1));
     }
 
     #[test]

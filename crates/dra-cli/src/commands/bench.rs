@@ -1,8 +1,8 @@
 //! `dra bench`: named suites over generated clusters.
 //!
 //! Each suite generates its cluster in memory (as JSON, not timed), then measures in a fresh
-//! child process (so peak memory is the suite's own): reading the input (`dra-api`), and the
-//! simulation (index, claims, allocation). Timings are wall clock on this machine; the figures
+//! child process (so peak memory is the suite's own): reading the input (`dra-api`) as
+//! `dra simulate FILE` reads it, and the simulation (index, claims, allocation). Timings are wall clock on this machine; the figures
 //! that matter for comparisons (allocate calls, search steps, results) are deterministic.
 
 use std::io::Write;
@@ -163,9 +163,10 @@ struct Figures {
     input_bytes: usize,
     pods: usize,
     scheduled: usize,
-    /// Reading and validating nothing: loading the generated JSON into typed objects.
+    /// Reading and validating nothing: loading the generated JSON into typed objects, the
+    /// slices kept as text (as `dra simulate FILE` loads them).
     load_seconds: f64,
-    /// Index, claims, allocation and reporting.
+    /// Index (the slices' conversion included), claims, allocation and reporting.
     simulate_seconds: f64,
     total_seconds: f64,
     pods_per_second: f64,
@@ -306,13 +307,13 @@ fn measure(suite: &Suite, size: u32) -> Result<Figures, Failure> {
 
     let input_bytes = text.len();
     let start = Instant::now();
-    // Like `dra simulate`, which reads and drops one file after the other, the simulation does
-    // not keep the text (the loader takes it).
-    let loaded = dra_api::load_string_with(
-        &format!("<bench:{}>", suite.name),
-        text,
-        &dra_api::LoadOptions::default(),
-    );
+    // As `dra simulate FILE` reads its input (`input::load_snapshot`): the loader takes the
+    // text, and the slices stay JSON text for the index to convert.
+    let options = dra_api::LoadOptions {
+        defer_slices: true,
+        ..dra_api::LoadOptions::default()
+    };
+    let loaded = dra_api::load_string_with(&format!("<bench:{}>", suite.name), text, &options);
     if loaded.has_errors() {
         return Err(Failure::Internal(format!(
             "generated input does not load: {}",
