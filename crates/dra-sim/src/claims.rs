@@ -158,9 +158,11 @@ impl ClaimStore {
         self.claims.values().map(|claim| &**claim)
     }
 
-    /// Every claim in (namespace, name) order, taken out of the store.
-    pub fn into_all(self) -> Vec<ResourceClaim> {
-        self.claims.into_values().map(|claim| *claim).collect()
+    /// Every claim in (namespace, name) order, taken out of the store as it holds them (boxed:
+    /// a simulation's answer is most of its memory, and unboxing copied every claim once more
+    /// at the peak).
+    pub fn into_all(self) -> Vec<Box<ResourceClaim>> {
+        self.claims.into_values().collect()
     }
 
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {

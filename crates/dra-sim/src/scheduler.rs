@@ -278,7 +278,7 @@ pub struct Simulation {
     pub parallel_filters: usize,
     /// Every claim after the simulation, by (namespace, name).
     #[serde(skip)]
-    pub claims: Vec<ResourceClaim>,
+    pub claims: Vec<Box<ResourceClaim>>,
 }
 
 impl Simulation {
