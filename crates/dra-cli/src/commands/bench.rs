@@ -2,8 +2,9 @@
 //!
 //! Each suite generates its cluster in memory (as JSON, not timed), then measures in a fresh
 //! child process (so peak memory is the suite's own): reading the input (`dra-api`) as
-//! `dra simulate FILE` reads it, and the simulation (index, claims, allocation). Timings are wall clock on this machine; the figures
-//! that matter for comparisons (allocate calls, search steps, results) are deterministic.
+//! `dra simulate FILE` reads it, and the simulation (index, claims, allocation). Timings are
+//! wall clock on this machine; the figures that matter for comparisons (allocate calls, search
+//! steps, results) are deterministic.
 
 use std::io::Write;
 use std::process::Command;
