@@ -440,8 +440,11 @@ impl ClaimStore {
             .reserved_for
             .get_or_insert_with(Vec::new);
         if !list.iter().any(|r| r.uid == pod_uid) {
-            // Most claims are reserved for one pod: no room for three more per claim.
-            list.reserve_exact(1);
+            // Most claims are reserved for one pod: no room for three more per claim (a
+            // longer list grows as usual).
+            if list.is_empty() {
+                list.reserve_exact(1);
+            }
             list.push(ResourceClaimConsumerReference {
                 api_group: None,
                 name: pod_name.to_string(),
@@ -513,5 +516,35 @@ fn claim_from_template(
         },
         spec: spec.and_then(|s| s.spec.clone()),
         status: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reservation_takes_room_for_one_and_is_not_repeated() {
+        let mut store = ClaimStore::default();
+        let mut claim = ResourceClaim::default();
+        claim.metadata.name = Some("shared".to_string());
+        store.insert_generated(claim);
+        store.reserve("default", "shared", "a", "uid-a");
+        let reserved = store.reserved_for("default", "shared");
+        assert_eq!(reserved.len(), 1);
+        let list = store
+            .get("default", "shared")
+            .and_then(|c| c.status.as_ref())
+            .and_then(|s| s.reserved_for.as_ref())
+            .expect("reserved");
+        assert_eq!(list.capacity(), 1);
+        store.reserve("default", "shared", "a", "uid-a");
+        store.reserve("default", "shared", "b", "uid-b");
+        let names: Vec<&str> = store
+            .reserved_for("default", "shared")
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
     }
 }

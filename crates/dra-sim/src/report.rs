@@ -13,7 +13,8 @@ use crate::ClaimStore;
 /// A small map keyed by name, in name order, written as a JSON object (as a `BTreeMap` would
 /// be). A pod has one claim or a few; a sorted list holds them in a fraction of a `BTreeMap`'s
 /// memory, whose first node has room for eleven entries (over half a kilobyte per pod and
-/// map, most of a large simulation's result memory), and grows one entry at a time.
+/// map, most of a large simulation's result memory), and its first entry takes room for
+/// exactly one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NameMap<V>(Vec<(String, V)>);
 
@@ -35,8 +36,11 @@ impl<V> NameMap<V> {
         {
             Ok(at) => Some(std::mem::replace(&mut self.0[at].1, value)),
             Err(at) => {
-                // Room for exactly one more: most maps stay at one entry.
-                self.0.reserve_exact(1);
+                // Most maps stay at one entry: no room for three more (a longer map grows as
+                // usual).
+                if self.0.is_empty() {
+                    self.0.reserve_exact(1);
+                }
                 self.0.insert(at, (name, value));
                 None
             }
@@ -231,8 +235,6 @@ mod tests {
             assert_eq!(replaced, map.insert(claim.to_string(), allocation(device)));
         }
         assert_eq!(list.len(), 4);
-        // One entry of room at a time: a pod's single claim costs no spare slots.
-        assert_eq!(list.0.capacity(), list.len());
         assert_eq!(list.get("a"), Some(&allocation("4")));
         assert_eq!(list.get("zz"), None);
         let names: Vec<&String> = list.iter().map(|(name, _)| name).collect();
