@@ -440,11 +440,8 @@ impl ClaimStore {
             .reserved_for
             .get_or_insert_with(Vec::new);
         if !list.iter().any(|r| r.uid == pod_uid) {
-            // Most claims are reserved for one pod: no room for three more per claim (a
-            // longer list grows as usual).
-            if list.is_empty() {
-                list.reserve_exact(1);
-            }
+            // Most claims are reserved for one pod.
+            dra_types::lists::reserve_first(list);
             list.push(ResourceClaimConsumerReference {
                 api_group: None,
                 name: pod_name.to_string(),

@@ -36,11 +36,8 @@ impl<V> NameMap<V> {
         {
             Ok(at) => Some(std::mem::replace(&mut self.0[at].1, value)),
             Err(at) => {
-                // Most maps stay at one entry: no room for three more (a longer map grows as
-                // usual).
-                if self.0.is_empty() {
-                    self.0.reserve_exact(1);
-                }
+                // Most maps stay at one entry.
+                dra_types::lists::reserve_first(&mut self.0);
                 self.0.insert(at, (name, value));
                 None
             }

@@ -7,6 +7,7 @@
 //!   and orders it (build metadata carries no precedence).
 //! * [`parallel::map_in_order`]: a parallel map whose result does not depend on thread timing,
 //!   shared by the loader and the simulation.
+//! * [`lists::reserve_first`]: room for exactly one element in lists that mostly hold one.
 //! * [`json_subset::Cursor`]: a byte-level reader of a subset of JSON on which it agrees
 //!   with serde_json, shared by the loader's first look at a document and the index's
 //!   reading of ResourceSlice text.
@@ -34,6 +35,7 @@
 //! ```
 
 pub mod json_subset;
+pub mod lists;
 pub mod parallel;
 mod quantity;
 mod semver;

@@ -172,12 +172,8 @@ fn list<T>(
     let mut items = Vec::new();
     cursor.elements(depth + 1, |cursor| {
         let item = element(cursor, depth + 1)?;
-        // Most lists of a pod or node hold one element (a claim, a toleration, a condition):
-        // room for exactly one, not the four a first push makes room for; longer lists then
-        // grow as usual.
-        if items.is_empty() {
-            items.reserve_exact(1);
-        }
+        // Most lists of a pod or node hold one element (a claim, a condition).
+        dra_types::lists::reserve_first(&mut items);
         items.push(item);
         Some(())
     })?;
