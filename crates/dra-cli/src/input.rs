@@ -57,12 +57,8 @@ pub fn snapshot(loaded: &Loaded) -> Result<Snapshot, Failure> {
 /// be read twice and always takes the usual route.
 pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot), Failure> {
     if !files.is_empty() && files.iter().all(|f| f.as_os_str() != "-") {
-        let options = LoadOptions {
-            defer_slices: true,
-            ..LoadOptions::default()
-        };
-        let loaded =
-            dra_api::load_paths(files, &options).map_err(|e| Failure::Input(e.to_string()))?;
+        let loaded = dra_api::load_paths(files, &snapshot_load_options())
+            .map_err(|e| Failure::Input(e.to_string()))?;
         crate::timings::mark("load");
         if !loaded.has_errors() {
             match Snapshot::new(&SimInput::from_cluster(&loaded.cluster)) {
@@ -82,6 +78,15 @@ pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot),
     let loaded = load(out, files)?;
     let snapshot = snapshot(&loaded)?;
     Ok((loaded, snapshot))
+}
+
+/// How [`load_snapshot`] first reads files (and `dra bench` its generated input): slices kept
+/// as JSON text for the index.
+pub fn snapshot_load_options() -> LoadOptions {
+    LoadOptions {
+        defer_slices: true,
+        ..LoadOptions::default()
+    }
 }
 
 /// Prints diagnostics on stderr.

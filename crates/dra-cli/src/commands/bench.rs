@@ -310,11 +310,11 @@ fn measure(suite: &Suite, size: u32) -> Result<Figures, Failure> {
     let start = Instant::now();
     // As `dra simulate FILE` reads its input (`input::load_snapshot`): the loader takes the
     // text, and the slices stay JSON text for the index to convert.
-    let options = dra_api::LoadOptions {
-        defer_slices: true,
-        ..dra_api::LoadOptions::default()
-    };
-    let loaded = dra_api::load_string_with(&format!("<bench:{}>", suite.name), text, &options);
+    let loaded = dra_api::load_string_with(
+        &format!("<bench:{}>", suite.name),
+        text,
+        &crate::input::snapshot_load_options(),
+    );
     if loaded.has_errors() {
         return Err(Failure::Internal(format!(
             "generated input does not load: {}",
