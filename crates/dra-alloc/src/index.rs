@@ -394,7 +394,7 @@ pub struct Index {
     pub(crate) devices: Vec<DeviceEntry>,
     key_names: Vec<(Arc<str>, Arc<str>, Box<str>)>,
     /// `driver \0 pool \0 device` -> key.
-    key_by_name: WordHashMap<String, DeviceKey>,
+    key_by_name: WordHashMap<Box<[u8]>, DeviceKey>,
     /// The pool of each device key.
     key_pool: Vec<u32>,
     /// `(driver, pool)` -> dense pool key.
@@ -888,16 +888,23 @@ impl Index {
         pool_key: u32,
         device: &str,
     ) -> DeviceKey {
-        let name = key_text(driver, pool, device);
-        if let Some(key) = self.key_by_name.get(&name) {
-            return *key;
+        let known = with_key_text(driver, pool, device, |name| {
+            self.key_by_name
+                .get(name)
+                .copied()
+                .ok_or_else(|| name.into())
+        });
+        match known {
+            Ok(key) => key,
+            Err(name) => {
+                let key = DeviceKey(self.key_names.len() as u32);
+                self.key_names
+                    .push((driver.clone(), pool.clone(), device.into()));
+                self.key_pool.push(pool_key);
+                self.key_by_name.insert(name, key);
+                key
+            }
         }
-        let key = DeviceKey(self.key_names.len() as u32);
-        self.key_names
-            .push((driver.clone(), pool.clone(), device.into()));
-        self.key_pool.push(pool_key);
-        self.key_by_name.insert(name, key);
-        key
     }
 
     fn intern_pool(&mut self, driver: &str, pool: &str) -> u32 {
@@ -986,9 +993,9 @@ impl Index {
 
     /// The key of a device name triple, if any slice has such a device.
     pub fn device_key(&self, driver: &str, pool: &str, device: &str) -> Option<DeviceKey> {
-        self.key_by_name
-            .get(&key_text(driver, pool, device))
-            .copied()
+        with_key_text(driver, pool, device, |name| {
+            self.key_by_name.get(name).copied()
+        })
     }
 
     /// `(driver, pool, device)` of a key.
@@ -1047,14 +1054,28 @@ impl Index {
     }
 }
 
-fn key_text(driver: &str, pool: &str, device: &str) -> String {
-    let mut text = String::with_capacity(driver.len() + pool.len() + device.len() + 2);
-    text.push_str(driver);
-    text.push('\0');
-    text.push_str(pool);
-    text.push('\0');
-    text.push_str(device);
-    text
+/// Calls `f` with `driver \0 pool \0 device`, the text a device key is known by, written on the
+/// stack when it fits: looking a key up must not allocate (the simulation resolves every
+/// device of every allocation it makes).
+fn with_key_text<R>(driver: &str, pool: &str, device: &str, f: impl FnOnce(&[u8]) -> R) -> R {
+    const ROOM: usize = 256;
+    let len = driver.len() + pool.len() + device.len() + 2;
+    let mut stack = [0u8; ROOM];
+    let mut heap = Vec::new();
+    let text: &mut [u8] = if len <= ROOM {
+        &mut stack[..len]
+    } else {
+        heap.resize(len, 0);
+        &mut heap
+    };
+    let (head, rest) = text.split_at_mut(driver.len());
+    head.copy_from_slice(driver.as_bytes());
+    rest[0] = 0;
+    let (middle, tail) = rest[1..].split_at_mut(pool.len());
+    middle.copy_from_slice(pool.as_bytes());
+    tail[0] = 0;
+    tail[1..].copy_from_slice(device.as_bytes());
+    f(text)
 }
 
 /// Whether a DeviceTaintRule's selector picks a device. A rule without a selector selects
@@ -1259,5 +1280,50 @@ mod tests {
         let error = Index::build(&input, &IndexOptions::default()).expect_err("bad text");
         assert_eq!(error.kind, IndexErrorKind::Decode);
         assert!(error.message.contains("invalid type"), "{error}");
+    }
+
+    /// Devices are found by their names whether the joined names fit the lookup's stack room
+    /// or not, and names that differ only in where one ends and the next begins stay apart.
+    #[test]
+    fn device_keys_resolve_by_names_of_any_length() {
+        let pool = |name: &str| "p".repeat(200) + name;
+        // 213 bytes of driver and pool, two separators: 256 bytes of room hold a 41-byte device.
+        let devices = [
+            "d".repeat(10),
+            "d".repeat(41),
+            "d".repeat(42),
+            "d".repeat(300),
+        ];
+        let mut slices = Vec::new();
+        for (driver, pool) in [("x.example.com", pool("")), ("x.example.co", pool("m"))] {
+            let list: Vec<String> = devices
+                .iter()
+                .map(|d| format!(r#"{{"name":"{d}"}}"#))
+                .collect();
+            slices.push(format!(
+                r#"{{"metadata":{{"name":"s-{driver}"}},"spec":{{"driver":"{driver}",
+                "nodeName":"n","pool":{{"name":"{pool}","resourceSliceCount":1}},
+                "devices":[{}]}}}}"#,
+                list.join(",")
+            ));
+        }
+        let input = IndexInput {
+            nodes: Vec::new(),
+            slices: slices.iter().map(|s| SliceInput::Json(s)).collect(),
+            classes: Vec::new(),
+            taint_rules: Vec::new(),
+        };
+        let index = Index::build(&input, &IndexOptions::default()).expect("an index");
+        assert_eq!(index.num_device_keys(), 8);
+        for (driver, pool) in [("x.example.com", pool("")), ("x.example.co", pool("m"))] {
+            for device in &devices {
+                let key = index.device_key(driver, &pool, device).expect("a key");
+                assert_eq!(
+                    index.key_names(key),
+                    (driver, pool.as_str(), device.as_str())
+                );
+            }
+            assert_eq!(index.device_key(driver, &pool, "d"), None);
+        }
     }
 }

@@ -62,7 +62,7 @@ pub use pools::{NodePools, PoolView};
 pub use result::{stable_uuid, stable_uuid_of_parts};
 pub use search::tolerates_taint;
 pub use selectors::{Match, SelSetId, SelectorFailure, SelectorOrigin};
-pub use state::{AllocatedState, StateError};
+pub use state::{AllocatedState, ResolvedAllocation, StateError};
 
 /// The DRA feature gates that change allocation. `Default` is Kubernetes 1.37's default:
 /// everything on (the incubating allocator).

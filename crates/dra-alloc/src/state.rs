@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 use dra_types::Quantity;
-use k8s_openapi::api::resource::v1::AllocationResult;
+use k8s_openapi::api::resource::v1::{AllocationResult, DeviceRequestAllocationResult};
 
 use crate::hashing::WordHashMap;
 use crate::index::{DeviceKey, Index};
@@ -160,7 +160,7 @@ impl AllocatedState {
 
     /// Records one claim's allocation (results with `adminAccess: true` are ignored).
     pub fn add(&mut self, index: &Index, allocation: &AllocationResult) -> Result<(), StateError> {
-        self.apply(index, allocation, true)
+        self.apply(index, &ResolvedAllocation::new(index, allocation), true)
     }
 
     /// Forgets one claim's allocation, as when the claim is deallocated.
@@ -169,43 +169,66 @@ impl AllocatedState {
         index: &Index,
         allocation: &AllocationResult,
     ) -> Result<(), StateError> {
+        self.apply(index, &ResolvedAllocation::new(index, allocation), false)
+    }
+
+    /// [`AllocatedState::add`] with the devices' keys already resolved.
+    pub fn add_resolved(
+        &mut self,
+        index: &Index,
+        allocation: &ResolvedAllocation<'_>,
+    ) -> Result<(), StateError> {
+        self.apply(index, allocation, true)
+    }
+
+    /// [`AllocatedState::remove`] with the devices' keys already resolved.
+    pub fn remove_resolved(
+        &mut self,
+        index: &Index,
+        allocation: &ResolvedAllocation<'_>,
+    ) -> Result<(), StateError> {
         self.apply(index, allocation, false)
     }
 
     fn apply(
         &mut self,
         index: &Index,
-        allocation: &AllocationResult,
+        allocation: &ResolvedAllocation<'_>,
         add: bool,
     ) -> Result<(), StateError> {
-        // Parse everything first so a bad quantity leaves the state untouched.
-        let mut parsed = Vec::new();
-        for result in allocation
-            .devices
-            .as_ref()
-            .and_then(|d| d.results.as_deref())
-            .unwrap_or_default()
+        // Parse everything first so a bad quantity leaves the state untouched. Per result,
+        // `None`: no consumedCapacity at all (not even an empty map). Most allocations
+        // consume no capacity and need no list.
+        let mut parsed: Vec<Option<BTreeMap<String, Quantity>>> = Vec::new();
+        if allocation
+            .results()
+            .any(|(result, _)| result.consumed_capacity.is_some())
         {
+            for (result, _) in allocation.results() {
+                let mut consumed = result.consumed_capacity.as_ref().map(|_| BTreeMap::new());
+                if result.admin_access != Some(true) {
+                    for (name, q) in result.consumed_capacity.iter().flatten() {
+                        let value = self.parsed_quantities.parse(&q.0).map_err(|e| StateError {
+                            device: format!("{}/{}/{}", result.driver, result.pool, result.device),
+                            name: name.clone(),
+                            message: e.to_string(),
+                        })?;
+                        if let Some(consumed) = consumed.as_mut() {
+                            consumed.insert(name.clone(), value);
+                        }
+                    }
+                }
+                parsed.push(consumed);
+            }
+        }
+        let mut parsed = parsed.into_iter();
+        self.version += 1;
+        for (result, key) in allocation.results() {
+            let consumed = parsed.next().flatten();
             if result.admin_access == Some(true) {
                 continue;
             }
-            // `None`: the result has no consumedCapacity at all (not even an empty map).
-            let mut consumed = result.consumed_capacity.as_ref().map(|_| BTreeMap::new());
-            for (name, q) in result.consumed_capacity.iter().flatten() {
-                let value = self.parsed_quantities.parse(&q.0).map_err(|e| StateError {
-                    device: format!("{}/{}/{}", result.driver, result.pool, result.device),
-                    name: name.clone(),
-                    message: e.to_string(),
-                })?;
-                if let Some(consumed) = consumed.as_mut() {
-                    consumed.insert(name.clone(), value);
-                }
-            }
-            parsed.push((result, consumed));
-        }
-        self.version += 1;
-        for (result, consumed) in parsed {
-            let Some(key) = index.device_key(&result.driver, &result.pool, &result.device) else {
+            let Some(key) = key else {
                 // Unknown devices belong to no pool of the snapshot.
                 let id = (
                     result.driver.clone(),
@@ -274,6 +297,37 @@ impl AllocatedState {
             }
         }
         Ok(())
+    }
+}
+
+/// An allocation with the device key of each of its results resolved once (`None`: a device
+/// that no pool of the snapshot has): the simulation tracks an allocation in more than one
+/// place, and each used to look every device up by its three names again.
+#[derive(Debug)]
+pub struct ResolvedAllocation<'a> {
+    results: &'a [DeviceRequestAllocationResult],
+    keys: Vec<Option<DeviceKey>>,
+}
+
+impl<'a> ResolvedAllocation<'a> {
+    pub fn new(index: &Index, allocation: &'a AllocationResult) -> ResolvedAllocation<'a> {
+        let results = allocation
+            .devices
+            .as_ref()
+            .and_then(|d| d.results.as_deref())
+            .unwrap_or_default();
+        let keys = results
+            .iter()
+            .map(|r| index.device_key(&r.driver, &r.pool, &r.device))
+            .collect();
+        ResolvedAllocation { results, keys }
+    }
+
+    /// Every result with its device's key, in the allocation's order.
+    pub fn results(
+        &self,
+    ) -> impl Iterator<Item = (&'a DeviceRequestAllocationResult, Option<DeviceKey>)> + '_ {
+        self.results.iter().zip(self.keys.iter().copied())
     }
 }
 

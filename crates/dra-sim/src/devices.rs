@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use dra_alloc::hashing::WordHashMap;
 use dra_alloc::{
     AllocatedState, AllocationMode, DeviceKey, Index, Match, NodeId, PreparedClaim, RequestBody,
-    RequestSpec, SelSetId, StateError, tolerates_taint,
+    RequestSpec, ResolvedAllocation, SelSetId, StateError, tolerates_taint,
 };
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceTaint, DeviceToleration};
 
@@ -218,26 +218,6 @@ impl DeviceState {
         }
     }
 
-    fn exclusive_keys(index: &Index, allocation: &AllocationResult) -> Vec<DeviceKey> {
-        allocation
-            .devices
-            .iter()
-            .flat_map(|d| d.results.iter().flatten())
-            .filter(|r| r.admin_access != Some(true) && r.share_id.is_none())
-            .filter_map(|r| index.device_key(&r.driver, &r.pool, &r.device))
-            .collect()
-    }
-
-    fn all_keys(index: &Index, allocation: &AllocationResult) -> Vec<DeviceKey> {
-        allocation
-            .devices
-            .iter()
-            .flat_map(|d| d.results.iter().flatten())
-            .filter(|r| r.admin_access != Some(true))
-            .filter_map(|r| index.device_key(&r.driver, &r.pool, &r.device))
-            .collect()
-    }
-
     fn apply(
         &mut self,
         index: &Index,
@@ -245,24 +225,28 @@ impl DeviceState {
         allocation: &AllocationResult,
         add: bool,
     ) -> Result<(), StateError> {
-        let keys = Self::exclusive_keys(index, allocation);
-        let before: Vec<bool> = keys
-            .iter()
-            .map(|k| self.state.is_exclusively_allocated(*k))
+        // Each device is looked up by its names once, for the state and the tables alike.
+        let resolved = ResolvedAllocation::new(index, allocation);
+        // The exclusively allocated devices and whether each was taken before.
+        let before: Vec<(DeviceKey, bool)> = resolved
+            .results()
+            .filter(|(r, _)| r.admin_access != Some(true) && r.share_id.is_none())
+            .filter_map(|(_, key)| key)
+            .map(|key| (key, self.state.is_exclusively_allocated(key)))
             .collect();
         if add {
-            self.state.add(index, allocation)?;
+            self.state.add_resolved(index, &resolved)?;
         } else {
-            self.state.remove(index, allocation)?;
+            self.state.remove_resolved(index, &resolved)?;
         }
-        for (key, was) in keys.iter().zip(before) {
-            let now = self.state.is_exclusively_allocated(*key);
+        for (key, was) in before {
+            let now = self.state.is_exclusively_allocated(key);
             if was == now {
                 continue;
             }
             for &table in self
                 .tables_of_key
-                .get(key)
+                .get(&key)
                 .map(Vec::as_slice)
                 .unwrap_or_default()
             {
@@ -285,7 +269,11 @@ impl DeviceState {
                 }
             }
         }
-        for key in Self::all_keys(index, allocation) {
+        let held = resolved
+            .results()
+            .filter(|(r, _)| r.admin_access != Some(true))
+            .filter_map(|(_, key)| key);
+        for key in held {
             let list = self.holders.entry(key).or_default();
             if add {
                 list.push(claim.clone());
