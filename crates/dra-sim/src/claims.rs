@@ -28,8 +28,6 @@ pub struct ClaimStore {
     /// every split.
     claims: ByNamespace<Box<ResourceClaim>>,
     templates: ByNamespace<ResourceClaimTemplate>,
-    /// Names of claims created from templates, in creation order.
-    generated: Vec<(String, String)>,
 }
 
 /// Objects by namespace, then name, looked up with borrowed names (a key of two `String`s
@@ -146,13 +144,6 @@ impl ClaimStore {
         self.claims.get(namespace, name).map(|claim| &**claim)
     }
 
-    /// Claims created from templates so far, in creation order.
-    pub fn generated(&self) -> impl Iterator<Item = &ResourceClaim> {
-        self.generated
-            .iter()
-            .filter_map(|(namespace, name)| self.get(namespace, name))
-    }
-
     /// Every claim in (namespace, name) order.
     pub fn all(&self) -> impl Iterator<Item = &ResourceClaim> {
         self.claims.values().map(|claim| &**claim)
@@ -165,6 +156,24 @@ impl ClaimStore {
         self.claims.into_values().collect()
     }
 
+    /// Sets a claim's allocation and reserves it for the pod, with one lookup.
+    pub fn allocate_and_reserve(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        allocation: AllocationResult,
+        pod_name: &str,
+        pod_uid: &str,
+    ) {
+        if let Some(claim) = self.claims.get_mut(namespace, name) {
+            let status = claim
+                .status
+                .get_or_insert_with(ResourceClaimStatus::default);
+            status.allocation = Some(allocation);
+            reserve_in(status, pod_name, pod_uid);
+        }
+    }
+
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
             claim
@@ -175,8 +184,8 @@ impl ClaimStore {
     }
 
     /// Creates the claim `key` (namespace, generated name) from the template in the pod's
-    /// namespace, owned by the pod (with `owner_uid` when given); `false` when the template is
-    /// missing.
+    /// namespace, owned by the pod (with `owner_uid` when given); returns the claim's name,
+    /// `None` when the template is missing.
     fn create_from_template(
         &mut self,
         key: (String, String),
@@ -184,23 +193,13 @@ impl ClaimStore {
         pod: &Pod,
         pod_claim_name: &str,
         owner_uid: Option<&str>,
-    ) -> bool {
-        let Some(template) = self.templates.get(&key.0, template_name) else {
-            return false;
-        };
-        let mut claim = claim_from_template(template, pod, &key.1, pod_claim_name);
-        if let Some(uid) = owner_uid
-            && let Some(owner) = claim
-                .metadata
-                .owner_references
-                .as_mut()
-                .and_then(|o| o.first_mut())
-        {
-            owner.uid = uid.to_string();
-        }
-        self.claims.insert(key.clone(), Box::new(claim));
-        self.generated.push(key);
-        true
+    ) -> Option<String> {
+        let template = self.templates.get(&key.0, template_name)?;
+        let owner_uid = owner_uid.unwrap_or(pod.metadata.uid.as_deref().unwrap_or_default());
+        let claim = claim_from_template(template, pod, &key.1, pod_claim_name, owner_uid);
+        let name = key.1.clone();
+        self.claims.insert(key, Box::new(claim));
+        Some(name)
     }
 
     /// The names of the pod's claims in `spec.resourceClaims` order, each once, creating claims
@@ -227,7 +226,9 @@ impl ClaimStore {
                 let generated = format!("{pod_name}-{}", entry.name);
                 let key = (namespace.clone(), generated.clone());
                 if !self.claims.contains(&key.0, &key.1)
-                    && !self.create_from_template(key, template_name, pod, &entry.name, None)
+                    && self
+                        .create_from_template(key, template_name, pod, &entry.name, None)
+                        .is_none()
                 {
                     return Err(PodClaimError(format!(
                         "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet: resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found"
@@ -340,24 +341,30 @@ impl ClaimStore {
                     Some(status) => (status.resource_claim_name.clone().unwrap_or_default(), true),
                     None => {
                         let generated = format!("{pod_name}-{}", entry.name);
-                        let key = (namespace.clone(), generated.clone());
-                        if !self.claims.contains(&key.0, &key.1)
-                            && templates == TemplateClaims::ExistingOnly
-                        {
-                            continue;
-                        }
-                        if !self.claims.contains(&key.0, &key.1)
-                            && !self.create_from_template(
+                        if !self.claims.contains(&namespace, &generated) {
+                            if templates == TemplateClaims::ExistingOnly {
+                                continue;
+                            }
+                            let key = (namespace.clone(), generated);
+                            let Some(created) = self.create_from_template(
                                 key,
                                 template_name,
                                 pod,
                                 &entry.name,
                                 Some(&uid),
-                            )
-                        {
-                            return Err(PodClaimError(format!(
-                                "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet (resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found)"
-                            )));
+                            ) else {
+                                return Err(PodClaimError(format!(
+                                    "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet (resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found)"
+                                )));
+                            };
+                            // Just created for this pod: not being deleted, and the pod is
+                            // its owner. A new name is not among those resolved so far.
+                            resolved.push(PodClaim {
+                                pod_claim_name: entry.name.clone(),
+                                claim_name: created,
+                                from_template: true,
+                            });
+                            continue;
                         }
                         (generated, true)
                     }
@@ -400,15 +407,11 @@ impl ClaimStore {
             namespace_of(&claim.metadata),
             claim.metadata.name.clone().unwrap_or_default(),
         );
-        if self.claims.insert(key.clone(), Box::new(claim)) {
-            self.generated.push(key);
-        }
+        self.claims.insert(key, Box::new(claim));
     }
 
     /// Removes a claim (deleted with its pod); returns it.
     pub fn remove(&mut self, namespace: &str, name: &str) -> Option<ResourceClaim> {
-        self.generated
-            .retain(|(n, c)| (n.as_str(), c.as_str()) != (namespace, name));
         self.claims.remove(namespace, name).map(|claim| *claim)
     }
 
@@ -431,23 +434,14 @@ impl ClaimStore {
 
     /// Adds a pod to `status.reservedFor` unless it is there already.
     pub fn reserve(&mut self, namespace: &str, name: &str, pod_name: &str, pod_uid: &str) {
-        let Some(claim) = self.claims.get_mut(namespace, name) else {
-            return;
-        };
-        let list = claim
-            .status
-            .get_or_insert_with(ResourceClaimStatus::default)
-            .reserved_for
-            .get_or_insert_with(Vec::new);
-        if !list.iter().any(|r| r.uid == pod_uid) {
-            // Most claims are reserved for one pod.
-            dra_types::lists::reserve_first(list);
-            list.push(ResourceClaimConsumerReference {
-                api_group: None,
-                name: pod_name.to_string(),
-                resource: "pods".to_string(),
-                uid: pod_uid.to_string(),
-            });
+        if let Some(claim) = self.claims.get_mut(namespace, name) {
+            reserve_in(
+                claim
+                    .status
+                    .get_or_insert_with(ResourceClaimStatus::default),
+                pod_name,
+                pod_uid,
+            );
         }
     }
 
@@ -480,11 +474,27 @@ impl ClaimStore {
     }
 }
 
+/// Adds the pod to a claim's `status.reservedFor` unless its UID is there.
+fn reserve_in(status: &mut ResourceClaimStatus, pod_name: &str, pod_uid: &str) {
+    let list = status.reserved_for.get_or_insert_with(Vec::new);
+    if !list.iter().any(|r| r.uid == pod_uid) {
+        // Most claims are reserved for one pod.
+        dra_types::lists::reserve_first(list);
+        list.push(ResourceClaimConsumerReference {
+            api_group: None,
+            name: pod_name.to_string(),
+            resource: "pods".to_string(),
+            uid: pod_uid.to_string(),
+        });
+    }
+}
+
 fn claim_from_template(
     template: &ResourceClaimTemplate,
     pod: &Pod,
     name: &str,
     pod_claim_name: &str,
+    owner_uid: &str,
 ) -> ResourceClaim {
     let spec = template.spec.as_ref();
     let template_meta = spec.and_then(|s| s.metadata.as_ref());
@@ -505,7 +515,7 @@ fn claim_from_template(
                 api_version: "v1".to_string(),
                 kind: "Pod".to_string(),
                 name: pod.metadata.name.clone().unwrap_or_default(),
-                uid: pod.metadata.uid.clone().unwrap_or_default(),
+                uid: owner_uid.to_string(),
                 controller: Some(true),
                 block_owner_deletion: Some(true),
             }]),

@@ -361,6 +361,11 @@ pub fn simulate_snapshot<'a>(
     Ok(engine.finish())
 }
 
+/// The name of the claim that serves a pod's extended resources through DRA.
+fn special_claim_name(pod_name: &str) -> String {
+    format!("{pod_name}{EXTENDED_RESOURCE_CLAIM_SUFFIX}")
+}
+
 fn key_of(meta: &ObjectMeta) -> (String, String) {
     (
         meta.namespace
@@ -925,13 +930,12 @@ impl<'a> Engine<'a> {
     /// PreEnqueue and PreFilter: the pod's claims and its extended resources.
     fn prepare(&mut self, p: usize) -> Result<Attempt, (PodState, String)> {
         let pod = self.pods[p].pod;
-        let namespace = self.pods[p].namespace.clone();
         let claims = self
             .claims
             .resolve_pod_claims(pod)
             .map_err(|PodClaimError(m)| (PodState::Unschedulable, m))?;
         let mut attempt = Attempt {
-            claims: claims.clone(),
+            claims: Vec::new(),
             pinned: Vec::new(),
             to_allocate: Vec::new(),
             extended: BTreeMap::new(),
@@ -948,6 +952,7 @@ impl<'a> Engine<'a> {
                 attempt.extended.insert(name.clone(), *value);
             }
         }
+        let namespace = &self.pods[p].namespace;
         for claim_ref in &claims {
             let key = (namespace.clone(), claim_ref.claim_name.clone());
             let Some(claim) = self.claims.get(&key.0, &key.1) else {
@@ -1028,11 +1033,12 @@ impl<'a> Engine<'a> {
         }
         // Variant 0 is for nodes that offer every extended resource of the pod themselves.
         attempt.variants[0].offered = vec![true; attempt.extended.len()];
+        attempt.claims = claims;
         Ok(attempt)
     }
 
     fn special_claim_name(&self, p: usize) -> String {
-        format!("{}{EXTENDED_RESOURCE_CLAIM_SUFFIX}", self.pods[p].name)
+        special_claim_name(&self.pods[p].name)
     }
 
     fn special_claim_object(&self, p: usize, plan: &SpecialClaimPlan) -> ResourceClaim {
@@ -2049,17 +2055,20 @@ impl<'a> Engine<'a> {
         feasible: Feasible,
         placement: Placement,
     ) -> Result<(), String> {
-        let namespace = self.pods[p].namespace.clone();
-        let pod_name = self.pods[p].name.clone();
-        let uid = self.pods[p].uid.clone();
         let special = attempt.variants[feasible.variant].special.as_ref();
-        let special_name = self.special_claim_name(p);
+        // The pod's names are borrowed from its entry while the claim store changes.
+        let PodEntry {
+            namespace,
+            name: pod_name,
+            uid,
+            ..
+        } = &self.pods[p];
         // The API server limits reservedFor; PreBind fails (and the attempt with it).
         let mut touched: Vec<&ClaimKey> = attempt.pinned.iter().map(|(k, _)| k).collect();
         touched.extend(attempt.to_allocate.iter().map(|(k, _)| k));
         for key in touched {
             let reserved = self.claims.reserved_for(&key.0, &key.1);
-            if !reserved.iter().any(|r| r.uid == uid) && reserved.len() + 1 > RESERVED_FOR_MAX {
+            if !reserved.iter().any(|r| r.uid == *uid) && reserved.len() + 1 > RESERVED_FOR_MAX {
                 return Err(format!(
                     "add reservation to claim {}/{}: ResourceClaim.resource.k8s.io \"{}\" is invalid: status.reservedFor: Too many: {}: must have at most {RESERVED_FOR_MAX} items",
                     key.0,
@@ -2079,17 +2088,17 @@ impl<'a> Engine<'a> {
                 .add_claim(self.index, key, &allocation)
                 .map_err(|e| e.to_string())?;
             self.claims
-                .set_allocation(&key.0, &key.1, allocation.clone());
-            self.claims.reserve(&key.0, &key.1, &pod_name, &uid);
+                .allocate_and_reserve(&key.0, &key.1, allocation.clone(), pod_name, uid);
             allocations.insert(key.1.clone(), allocation);
         }
         for (key, _) in &attempt.pinned {
-            self.claims.reserve(&key.0, &key.1, &pod_name, &uid);
+            self.claims.reserve(&key.0, &key.1, pod_name, uid);
         }
         let mut extended_status = None;
         if let Some(variant) = special
             && let Some(allocation) = results.next()
         {
+            let special_name = special_claim_name(pod_name);
             let key = (namespace.clone(), special_name.clone());
             let mut object = self.special_claim_object(p, &variant.plan);
             object.status = Some(ResourceClaimStatus {
@@ -2097,14 +2106,14 @@ impl<'a> Engine<'a> {
                 ..ResourceClaimStatus::default()
             });
             self.claims.insert_generated(object);
-            self.claims.reserve(&key.0, &key.1, &pod_name, &uid);
+            self.claims.reserve(&key.0, &key.1, pod_name, uid);
             self.devices
                 .add_claim(self.index, &key, &allocation)
                 .map_err(|e| e.to_string())?;
             allocations.insert(special_name.clone(), allocation);
             extended_status = Some(PodExtendedResourceClaimStatus {
                 request_mappings: variant.plan.mappings.clone(),
-                resource_claim_name: special_name.clone(),
+                resource_claim_name: special_name,
             });
         }
         let node_name = self.node_names[feasible.node.0 as usize].clone();
