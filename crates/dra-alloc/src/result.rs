@@ -185,12 +185,13 @@ fn build_config(
 ) -> Vec<DeviceAllocationConfiguration> {
     let index = search.index;
     let mut config: Vec<DeviceAllocationConfiguration> = Vec::new();
-    // Class configuration: once per class, with the names of all requests that used it.
+    // Class configuration: once per class, with the names of all requests that used it. Only
+    // classes with configuration are tracked (most have none, and then nothing is named).
     let mut class_ranges: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
     for (r, _) in claim.requests.iter().enumerate() {
         let data = &search.requests[c][r][search.selected_sub[c][r]];
-        let name = data.request_name();
         if let Some((start, end)) = class_ranges.get(&data.class.0) {
+            let name = data.request_name();
             for entry in &mut config[*start..*end] {
                 entry
                     .requests
@@ -199,8 +200,13 @@ fn build_config(
             }
             continue;
         }
+        let class_config = &index.class_entry(data.class).config;
+        if class_config.is_empty() {
+            continue;
+        }
+        let name = data.request_name();
         let start = config.len();
-        for class_config in &index.class_entry(data.class).config {
+        for class_config in class_config {
             config.push(DeviceAllocationConfiguration {
                 source: "FromClass".to_string(),
                 requests: Some(vec![name.clone()]),
@@ -208,6 +214,9 @@ fn build_config(
             });
         }
         class_ranges.insert(data.class.0, (start, config.len()));
+    }
+    if config.is_empty() && claim.config.is_empty() {
+        return config;
     }
     let names = allocated_request_names(search, c, claim);
     // Claim configuration, when it names an allocated request (or none).
