@@ -18,7 +18,9 @@ use k8s_openapi::api::core::v1::{
 use serde::Serialize;
 
 use crate::extended::ExtendedResourceMapping;
-use crate::resources::{NodeAllocatable, PodRequestOptions, Resources, pod_requests};
+use crate::resources::{
+    NodeAllocatable, PodRequestOptions, Resources, pod_requests, pod_scoring_requests,
+};
 
 /// `spec.nodeName` (equal name) and `spec.nodeSelector` (every label present and equal): the
 /// filters of the reference loop.
@@ -159,12 +161,7 @@ impl PodFacts {
     /// The facts of `pod`, with its extended resources looked up in `mapping`.
     pub fn of(pod: &Pod, mapping: &ExtendedResourceMapping) -> PodFacts {
         let requests = Resources::from_list(&pod_requests(pod, PodRequestOptions::default()));
-        let scoring = Resources::from_list(&pod_requests(
-            pod,
-            PodRequestOptions {
-                non_missing_defaults: true,
-            },
-        ));
+        let (non_zero_milli_cpu, non_zero_memory) = pod_scoring_requests(pod);
         let spec = pod.spec.as_ref();
         let node_affinity = spec
             .and_then(|s| s.affinity.as_ref())
@@ -177,8 +174,8 @@ impl PodFacts {
         PodFacts {
             requests,
             scalar_has_class,
-            non_zero_milli_cpu: scoring.milli_cpu,
-            non_zero_memory: scoring.memory,
+            non_zero_milli_cpu,
+            non_zero_memory,
             tolerations: spec.and_then(|s| s.tolerations.clone()).unwrap_or_default(),
             node_selector: spec
                 .and_then(|s| s.node_selector.clone())

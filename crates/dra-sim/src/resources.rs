@@ -55,7 +55,7 @@ pub fn container_requests(container: &Container) -> ResourceList {
 fn add_into(into: &mut ResourceList, other: &ResourceList) {
     for (name, q) in other {
         match into.get_mut(name) {
-            Some(total) => *total = total.checked_add(q).unwrap_or_else(|| total.clone()),
+            Some(total) => sum_into(total, q),
             None => {
                 into.insert(name.clone(), q.clone());
             }
@@ -74,13 +74,19 @@ fn max_into(into: &mut ResourceList, other: &ResourceList) {
     }
 }
 
+fn default_cpu_request() -> Quantity {
+    Quantity::from_milli(DEFAULT_MILLI_CPU_REQUEST, dra_types::Format::DecimalSI)
+}
+
+fn default_memory_request() -> Quantity {
+    Quantity::from_i64(DEFAULT_MEMORY_REQUEST, dra_types::Format::DecimalSI)
+}
+
 fn apply_non_missing(list: &mut ResourceList) {
-    list.entry("cpu".to_string()).or_insert_with(|| {
-        Quantity::from_milli(DEFAULT_MILLI_CPU_REQUEST, dra_types::Format::DecimalSI)
-    });
-    list.entry("memory".to_string()).or_insert_with(|| {
-        Quantity::from_i64(DEFAULT_MEMORY_REQUEST, dra_types::Format::DecimalSI)
-    });
+    list.entry("cpu".to_string())
+        .or_insert_with(default_cpu_request);
+    list.entry("memory".to_string())
+        .or_insert_with(default_memory_request);
 }
 
 /// Whether a resource may be set at pod level (`IsSupportedPodLevelResource`).
@@ -90,51 +96,211 @@ fn is_pod_level_resource(name: &str) -> bool {
 
 /// `resourcehelper.PodRequests`: the pod's effective requests.
 pub fn pod_requests(pod: &Pod, options: PodRequestOptions) -> ResourceList {
-    let mut total = ResourceList::new();
-    let Some(spec) = &pod.spec else {
-        return total;
-    };
-    let with_defaults = |container: &Container| {
+    requests_by_formula(pod, options)
+}
+
+/// The pod's cpu (in millicores) and memory (in bytes) as the scoring plugins count them
+/// (`NonMissingContainerRequests`): what [`Resources::from_list`] of [`pod_requests`] with
+/// `non_missing_defaults` has in `milli_cpu` and `memory`, by the same arithmetic, without
+/// building a resource list (each pod's facts need it once, and a list of two entries cost
+/// a dozen allocations).
+pub fn pod_scoring_requests(pod: &Pod) -> (i64, i64) {
+    let total: CpuAndMemory = requests_by_formula(
+        pod,
+        PodRequestOptions {
+            non_missing_defaults: true,
+        },
+    );
+    (
+        total.cpu.as_ref().map_or(0, Quantity::milli_value),
+        total.memory.as_ref().map_or(0, Quantity::value),
+    )
+}
+
+/// What the request formula adds up: every resource, or only cpu and memory. Resources are
+/// independent of each other in every step, so the second is the first with the other
+/// entries left out.
+trait Requests: Default + Clone {
+    /// A container's requests ([`container_requests`]), with the scoring defaults for a
+    /// missing cpu or memory when `defaults`.
+    fn of_container(container: &Container, defaults: bool) -> Self;
+    fn add(&mut self, other: &Self);
+    fn max(&mut self, other: &Self);
+    /// A pod-level request: replaces the sum.
+    fn replace(&mut self, name: &str, quantity: Quantity);
+    /// An overhead: added to the sum.
+    fn add_one(&mut self, name: &str, quantity: &Quantity);
+}
+
+impl Requests for ResourceList {
+    fn of_container(container: &Container, defaults: bool) -> Self {
         let mut list = container_requests(container);
-        if options.non_missing_defaults {
+        if defaults {
             apply_non_missing(&mut list);
         }
         list
-    };
-    for container in &spec.containers {
-        add_into(&mut total, &with_defaults(container));
     }
-    let mut sidecars = ResourceList::new();
-    let mut init_peak = ResourceList::new();
+
+    fn add(&mut self, other: &Self) {
+        add_into(self, other);
+    }
+
+    fn max(&mut self, other: &Self) {
+        max_into(self, other);
+    }
+
+    fn replace(&mut self, name: &str, quantity: Quantity) {
+        self.insert(name.to_string(), quantity);
+    }
+
+    fn add_one(&mut self, name: &str, quantity: &Quantity) {
+        match self.get_mut(name) {
+            Some(total) => sum_into(total, quantity),
+            None => {
+                self.insert(name.to_string(), quantity.clone());
+            }
+        }
+    }
+}
+
+/// Only the cpu and memory of a resource list (`None`: no entry).
+#[derive(Debug, Clone, Default)]
+struct CpuAndMemory {
+    cpu: Option<Quantity>,
+    memory: Option<Quantity>,
+}
+
+impl CpuAndMemory {
+    /// Applies `step` to each resource that `other` has.
+    fn combine(&mut self, other: &Self, step: fn(&mut Option<Quantity>, &Quantity)) {
+        for (into, other) in [
+            (&mut self.cpu, &other.cpu),
+            (&mut self.memory, &other.memory),
+        ] {
+            if let Some(quantity) = other {
+                step(into, quantity);
+            }
+        }
+    }
+
+    fn slot(&mut self, name: &str) -> Option<&mut Option<Quantity>> {
+        match name {
+            "cpu" => Some(&mut self.cpu),
+            "memory" => Some(&mut self.memory),
+            _ => None,
+        }
+    }
+}
+
+impl Requests for CpuAndMemory {
+    fn of_container(container: &Container, defaults: bool) -> Self {
+        // As `container_requests`: a request that parses, else a limit that parses.
+        let resources = container.resources.as_ref();
+        let find = |name: &str| {
+            let parsed = |list: Option<&BTreeMap<String, _>>| {
+                list.and_then(|l| l.get(name)).and_then(
+                    |q: &k8s_openapi::apimachinery::pkg::api::resource::Quantity| {
+                        Quantity::parse(&q.0).ok()
+                    },
+                )
+            };
+            parsed(resources.and_then(|r| r.requests.as_ref()))
+                .or_else(|| parsed(resources.and_then(|r| r.limits.as_ref())))
+        };
+        let mut requests = CpuAndMemory {
+            cpu: find("cpu"),
+            memory: find("memory"),
+        };
+        if defaults {
+            requests.cpu.get_or_insert_with(default_cpu_request);
+            requests.memory.get_or_insert_with(default_memory_request);
+        }
+        requests
+    }
+
+    fn add(&mut self, other: &Self) {
+        self.combine(other, add_quantity);
+    }
+
+    fn max(&mut self, other: &Self) {
+        self.combine(other, max_quantity);
+    }
+
+    fn replace(&mut self, name: &str, quantity: Quantity) {
+        if let Some(slot) = self.slot(name) {
+            *slot = Some(quantity);
+        }
+    }
+
+    fn add_one(&mut self, name: &str, quantity: &Quantity) {
+        if let Some(slot) = self.slot(name) {
+            add_quantity(slot, quantity);
+        }
+    }
+}
+
+/// Adds `quantity` to `total`, which stays as it was when the sum overflows.
+fn sum_into(total: &mut Quantity, quantity: &Quantity) {
+    if let Some(sum) = total.checked_add(quantity) {
+        *total = sum;
+    }
+}
+
+/// Adds `quantity` to a total that may be absent.
+fn add_quantity(total: &mut Option<Quantity>, quantity: &Quantity) {
+    match total {
+        Some(total) => sum_into(total, quantity),
+        None => *total = Some(quantity.clone()),
+    }
+}
+
+/// Raises `current` to `quantity` when it is absent or smaller.
+fn max_quantity(current: &mut Option<Quantity>, quantity: &Quantity) {
+    match current {
+        Some(current) if current.cmp_value(quantity) != std::cmp::Ordering::Less => {}
+        _ => *current = Some(quantity.clone()),
+    }
+}
+
+/// The formula of the module documentation.
+fn requests_by_formula<R: Requests>(pod: &Pod, options: PodRequestOptions) -> R {
+    let mut total = R::default();
+    let Some(spec) = &pod.spec else {
+        return total;
+    };
+    let defaults = options.non_missing_defaults;
+    for container in &spec.containers {
+        total.add(&R::of_container(container, defaults));
+    }
+    let mut sidecars = R::default();
+    let mut init_peak = R::default();
     for container in spec.init_containers.iter().flatten() {
-        let requests = with_defaults(container);
+        let requests = R::of_container(container, defaults);
         let during = if is_sidecar(container) {
-            add_into(&mut total, &requests);
-            add_into(&mut sidecars, &requests);
+            total.add(&requests);
+            sidecars.add(&requests);
             sidecars.clone()
         } else {
             let mut combined = requests;
-            add_into(&mut combined, &sidecars);
+            combined.add(&sidecars);
             combined
         };
-        max_into(&mut init_peak, &during);
+        init_peak.max(&during);
     }
-    max_into(&mut total, &init_peak);
+    total.max(&init_peak);
     if let Some(pod_level) = spec.resources.as_ref().and_then(|r| r.requests.as_ref()) {
         for (name, q) in pod_level {
             if is_pod_level_resource(name)
                 && let Ok(q) = Quantity::parse(&q.0)
             {
-                total.insert(name.clone(), q);
+                total.replace(name, q);
             }
         }
     }
-    if let Some(overhead) = &spec.overhead {
-        let overhead: ResourceList = overhead
-            .iter()
-            .filter_map(|(name, q)| Quantity::parse(&q.0).ok().map(|q| (name.clone(), q)))
-            .collect();
-        add_into(&mut total, &overhead);
+    for (name, q) in spec.overhead.iter().flatten() {
+        if let Ok(q) = Quantity::parse(&q.0) {
+            total.add_one(name, &q);
+        }
     }
     total
 }
@@ -310,5 +476,40 @@ mod tests {
             (scoring.milli_cpu, scoring.memory),
             (600, 2 * DEFAULT_MEMORY_REQUEST)
         );
+    }
+
+    /// The scoring view's cpu and memory, computed without a resource list, equal the list's
+    /// on pods with every part of the formula: sidecars, init containers, limits standing in
+    /// for requests, texts that do not parse, pod-level requests, overhead, and amounts whose
+    /// millicores round up only when summed first.
+    #[test]
+    fn scoring_cpu_and_memory_match_the_resource_list() {
+        let pods = [
+            "containers: [{name: a}]",
+            "containers: [{name: a, resources: {requests: {cpu: 500m}}}, {name: b}]",
+            "containers: [{name: a, resources: {limits: {cpu: '2', memory: 1Gi}, requests: {memory: 3M}}}]",
+            "containers: [{name: a, resources: {requests: {cpu: 0.5m}}}, {name: b, resources: {requests: {cpu: 0.5m, memory: 1.5}}}]",
+            "containers: [{name: a, resources: {requests: {cpu: bad}, limits: {cpu: 300m, example.com/gpu: 1}}}]",
+            "initContainers: [{name: i, resources: {requests: {cpu: '3'}}}, {name: s, restartPolicy: Always, resources: {requests: {memory: 1G}}}, {name: j}]\n  containers: [{name: c, resources: {requests: {cpu: '1'}}}]",
+            "initContainers: [{name: s, restartPolicy: Always}, {name: i, resources: {requests: {cpu: 50m, memory: 10Mi}}}]\n  containers: [{name: c}]",
+            "resources: {requests: {cpu: '4', hugepages-2Mi: 1Gi}}\n  containers: [{name: c, resources: {requests: {memory: 1Gi}}}]",
+            "overhead: {cpu: 250m, memory: 120Mi, example.com/x: '1'}\n  containers: [{name: c, resources: {requests: {cpu: 1.1m}}}]",
+        ];
+        for spec in pods {
+            let p = pod(&format!(
+                "apiVersion: v1\nkind: Pod\nmetadata: {{name: p}}\nspec:\n  {spec}\n"
+            ));
+            let list = Resources::from_list(&pod_requests(
+                &p,
+                PodRequestOptions {
+                    non_missing_defaults: true,
+                },
+            ));
+            assert_eq!(
+                pod_scoring_requests(&p),
+                (list.milli_cpu, list.memory),
+                "{spec}"
+            );
+        }
     }
 }
