@@ -11,8 +11,6 @@
 //! never pruned; shared (consumable-capacity) devices count as unlimited. Free counts are kept
 //! up to date as claims are allocated and released, so a check costs a few lookups.
 
-use std::collections::BTreeMap;
-
 use dra_alloc::hashing::WordHashMap;
 use dra_alloc::{
     AllocatedState, AllocationMode, DeviceKey, Index, Match, NodeId, PreparedClaim, RequestBody,
@@ -334,10 +332,14 @@ impl DeviceState {
     fn family(&mut self, spec: &RequestSpec) -> Option<FamilyId> {
         let set = spec.selector_set.as_ref()?;
         // By content: sets that differ only in their class's name select alike.
-        let key = (
-            set.set.content_id,
-            serde_json::to_string(&spec.tolerations).unwrap_or_default(),
-        );
+        // Most requests tolerate nothing; their key needs no text (a list's text is never
+        // empty).
+        let tolerations = if spec.tolerations.is_empty() {
+            String::new()
+        } else {
+            serde_json::to_string(&spec.tolerations).unwrap_or_default()
+        };
+        let key = (set.set.content_id, tolerations);
         if let Some(id) = self.family_ids.get(&key) {
             return Some(*id);
         }
@@ -355,7 +357,8 @@ impl DeviceState {
 
     /// The pre-check requirements of a set of prepared claims (allocated together).
     pub fn requirements(&mut self, claims: &[&PreparedClaim]) -> Requirement {
-        let mut exact: BTreeMap<FamilyId, u32> = BTreeMap::new();
+        // Counts of exact requests per family; a claim has few families, so a list.
+        let mut exact: Vec<(FamilyId, u32)> = Vec::new();
         let mut out = Requirement::default();
         let judged = |spec: &RequestSpec| {
             !spec.admin() && spec.mode == AllocationMode::ExactCount && spec.count > 0
@@ -368,8 +371,10 @@ impl DeviceState {
                         let family = self.family(spec);
                         out.watched.extend(family);
                         if let Some(family) = family.filter(|_| judged(spec)) {
-                            let total = exact.entry(family).or_default();
-                            *total = total.saturating_add(count(spec));
+                            match exact.iter_mut().find(|(f, _)| *f == family) {
+                                Some((_, total)) => *total = total.saturating_add(count(spec)),
+                                None => exact.push((family, count(spec))),
+                            }
                         }
                     }
                     RequestBody::FirstAvailable(subs) => {
@@ -393,6 +398,7 @@ impl DeviceState {
                 }
             }
         }
+        exact.sort_unstable();
         out.needs
             .extend(exact.into_iter().map(|(family, count)| Need {
                 alternatives: vec![(family, count)],
