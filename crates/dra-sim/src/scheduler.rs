@@ -63,7 +63,7 @@ use crate::fit::{
 use crate::report::{ClaimAllocations, NameMap, PodResult, PodState};
 use crate::score::{
     FIRST_AVAILABLE_MAX_SIZE, FitStrategy, NodeScore, RawScore, balanced_allocation_score, combine,
-    resource_fit_score, select_host,
+    combine_one, resource_fit_score, select_host,
 };
 use crate::taints::{EvictionReason, EvictionTime, TaintView, earliest};
 use crate::{SimError, SimInput};
@@ -1498,8 +1498,7 @@ impl<'a> Engine<'a> {
         // A pending pod is explained node by node: the loop looks at every node anyway.
         let feasible = winner?;
         *steps += tried_steps;
-        let score =
-            combine(&[self.raw_score(p, attempt, feasible.node, &feasible.results)]).remove(0);
+        let score = combine_one(self.raw_score(p, attempt, feasible.node, &feasible.results));
         // With one candidate the node-by-node loop scores it alone and counts it.
         let single = candidates == 1;
         Some(Decision::Scheduled {
@@ -1730,8 +1729,7 @@ impl<'a> Engine<'a> {
                             rejected.push(r);
                         }
                         Ok(Ok(results)) => {
-                            let score =
-                                combine(&[self.raw_score(p, attempt, c.node, &results)]).remove(0);
+                            let score = combine_one(self.raw_score(p, attempt, c.node, &results));
                             return Decision::Scheduled {
                                 feasible: Feasible {
                                     node: c.node,

@@ -173,23 +173,55 @@ pub fn combine(raw: &[RawScore]) -> Vec<NodeScore> {
     raw.iter()
         .enumerate()
         .map(|(i, r)| {
-            let mut score = NodeScore {
-                node: r.node.clone(),
-                total: 0,
-                taint_toleration: WEIGHT_TAINT_TOLERATION * taints[i],
-                node_affinity: affinity_scored.then_some(WEIGHT_NODE_AFFINITY * affinity[i]),
-                node_resources_fit: WEIGHT_NODE_RESOURCES_FIT * r.fit,
-                balanced_allocation: r.balanced.map(|b| WEIGHT_BALANCED_ALLOCATION * b),
-                dynamic_resources: WEIGHT_DYNAMIC_RESOURCES * dra[i],
+            let normalized = Normalized {
+                taints: taints[i],
+                affinity: affinity_scored.then_some(affinity[i]),
+                dra: dra[i],
             };
-            score.total = score.taint_toleration
-                + score.node_affinity.unwrap_or(0)
-                + score.node_resources_fit
-                + score.balanced_allocation.unwrap_or(0)
-                + score.dynamic_resources;
-            score
+            weigh(r.node.clone(), r, normalized)
         })
         .collect()
+}
+
+/// [`combine`] of a single feasible node (most pods' winner is scored alone), without lists.
+pub fn combine_one(mut raw: RawScore) -> NodeScore {
+    let mut taints = [raw.taints];
+    default_normalize(&mut taints, true);
+    let mut affinity = [raw.affinity.unwrap_or(0)];
+    default_normalize(&mut affinity, false);
+    let mut dra = [raw.dra];
+    default_normalize(&mut dra, false);
+    let normalized = Normalized {
+        taints: taints[0],
+        affinity: raw.affinity.is_some().then_some(affinity[0]),
+        dra: dra[0],
+    };
+    weigh(std::mem::take(&mut raw.node), &raw, normalized)
+}
+
+/// A node's normalised scores (node affinity only where some node has one).
+struct Normalized {
+    taints: i64,
+    affinity: Option<i64>,
+    dra: i64,
+}
+
+fn weigh(node: String, raw: &RawScore, normalized: Normalized) -> NodeScore {
+    let mut score = NodeScore {
+        node,
+        total: 0,
+        taint_toleration: WEIGHT_TAINT_TOLERATION * normalized.taints,
+        node_affinity: normalized.affinity.map(|a| WEIGHT_NODE_AFFINITY * a),
+        node_resources_fit: WEIGHT_NODE_RESOURCES_FIT * raw.fit,
+        balanced_allocation: raw.balanced.map(|b| WEIGHT_BALANCED_ALLOCATION * b),
+        dynamic_resources: WEIGHT_DYNAMIC_RESOURCES * normalized.dra,
+    };
+    score.total = score.taint_toleration
+        + score.node_affinity.unwrap_or(0)
+        + score.node_resources_fit
+        + score.balanced_allocation.unwrap_or(0)
+        + score.dynamic_resources;
+    score
 }
 
 /// Index of the winner: the highest total, ties broken by node name (kube-scheduler's
@@ -216,6 +248,29 @@ mod tests {
             for whole in [1, 3, 100, 1 << 40, i64::MAX / 100 + 7, i64::MAX] {
                 let exact = (i128::from(part) * 100 / i128::from(whole)) as i64;
                 assert_eq!(scaled(part, whole), exact, "{part} / {whole}");
+            }
+        }
+    }
+
+    /// A node scored alone gets what it gets in a list of one, whatever its raw scores.
+    #[test]
+    fn one_node_scores_as_a_list_of_one() {
+        for taints in [0, 3] {
+            for affinity in [None, Some(0), Some(4)] {
+                for balanced in [None, Some(37)] {
+                    for dra in [0, 9] {
+                        let raw = RawScore {
+                            node: "node-a".into(),
+                            taints,
+                            affinity,
+                            fit: 61,
+                            balanced,
+                            dra,
+                        };
+                        let listed = combine(std::slice::from_ref(&raw)).remove(0);
+                        assert_eq!(combine_one(raw.clone()), listed, "{raw:?}");
+                    }
+                }
             }
         }
     }
