@@ -196,7 +196,8 @@ pub struct DeviceState {
     families: Vec<TableFamily>,
     family_ids: WordHashMap<TableKey, FamilyId>,
     tables: Vec<Table>,
-    tables_of_key: WordHashMap<DeviceKey, Vec<u32>>,
+    /// Per device key (dense, by `DeviceKey.0`): the tables that count the device.
+    tables_of_key: Vec<Vec<u32>>,
     num_nodes: usize,
     /// Each node's position in name order ([`DeviceState::set_ranks`]).
     rank: Vec<u32>,
@@ -210,7 +211,7 @@ impl DeviceState {
             families: Vec::new(),
             family_ids: WordHashMap::default(),
             tables: Vec::new(),
-            tables_of_key: WordHashMap::default(),
+            tables_of_key: vec![Vec::new(); index.num_device_keys()],
             num_nodes: index.node_ids().count(),
             rank: Vec::new(),
         }
@@ -244,7 +245,7 @@ impl DeviceState {
             }
             for &table in self
                 .tables_of_key
-                .get(&key)
+                .get(key.0 as usize)
                 .map(Vec::as_slice)
                 .unwrap_or_default()
             {
@@ -418,7 +419,9 @@ impl DeviceState {
                     |table| {
                         let id = self.tables.len() as u32;
                         for key in &table.keys {
-                            self.tables_of_key.entry(*key).or_default().push(id);
+                            if let Some(tables) = self.tables_of_key.get_mut(key.0 as usize) {
+                                tables.push(id);
+                            }
                         }
                         self.tables.push(table);
                         id
