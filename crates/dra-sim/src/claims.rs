@@ -2,8 +2,10 @@
 //! ResourceClaimTemplates, and how a pod's `spec.resourceClaims` resolve to them.
 
 use std::collections::BTreeMap;
+use std::hash::BuildHasherDefault;
 
-use dra_alloc::hashing::WordHashMap;
+use dra_alloc::hashing::WordHasher;
+use indexmap::IndexMap;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{
     AllocationResult, ResourceClaim, ResourceClaimConsumerReference, ResourceClaimStatus,
@@ -33,10 +35,14 @@ pub struct ClaimStore {
 /// Objects by namespace, then name, looked up with borrowed names (a key of two `String`s
 /// had to be built, two allocations, for every lookup of the reference loop). The names of a
 /// namespace are hashed: generated claim names share long prefixes (`<pod>-<claim>`), and a
-/// B-tree lookup among thousands of them was a dozen string comparisons. Iteration sorts,
-/// so it sees the order of a map keyed by the pair.
+/// B-tree lookup among thousands of them was a dozen string comparisons. They keep the order
+/// they were added in, and iteration sorts them by name (the order of a map keyed by the pair)
+/// with a sort that takes sorted runs as they are: claims are created in queue order, mostly
+/// in name order, and sorting 80,000 names from a hash map's order cost 2% of a simulation.
 #[derive(Debug, Clone)]
-struct ByNamespace<V>(BTreeMap<String, WordHashMap<String, V>>);
+struct ByNamespace<V>(BTreeMap<String, Names<V>>);
+
+type Names<V> = IndexMap<String, V, BuildHasherDefault<WordHasher>>;
 
 impl<V> Default for ByNamespace<V> {
     fn default() -> Self {
@@ -57,13 +63,9 @@ impl<V> ByNamespace<V> {
         self.get(namespace, name).is_some()
     }
 
-    /// Adds or replaces a value; true when it is new.
-    fn insert(&mut self, (namespace, name): (String, String), value: V) -> bool {
-        self.0
-            .entry(namespace)
-            .or_default()
-            .insert(name, value)
-            .is_none()
+    /// Adds or replaces a value (a replaced one keeps its place).
+    fn insert(&mut self, (namespace, name): (String, String), value: V) {
+        self.0.entry(namespace).or_default().insert(name, value);
     }
 
     /// Adds a value unless one of the same name is there (the first of duplicates stays).
@@ -75,7 +77,8 @@ impl<V> ByNamespace<V> {
 
     fn remove(&mut self, namespace: &str, name: &str) -> Option<V> {
         let names = self.0.get_mut(namespace)?;
-        let value = names.remove(name)?;
+        // The last entry takes the removed one's place: iteration sorts anyway.
+        let value = names.swap_remove(name)?;
         if names.is_empty() {
             self.0.remove(namespace);
         }
@@ -95,10 +98,11 @@ impl<V> ByNamespace<V> {
     }
 }
 
-/// The values of one namespace's entries, in name order.
+/// The values of one namespace's entries, in name order. Stable and adaptive: runs already
+/// in order cost one comparison per entry.
 fn by_name<K: Ord, V>(entries: impl Iterator<Item = (K, V)>) -> impl Iterator<Item = V> {
     let mut sorted: Vec<(K, V)> = entries.collect();
-    sorted.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
     sorted.into_iter().map(|(_, value)| value)
 }
 
@@ -553,5 +557,57 @@ mod tests {
             .map(|r| r.name.as_str())
             .collect();
         assert_eq!(names, ["a", "b"]);
+    }
+
+    /// Claims are listed by namespace, then name, whatever order they were added, replaced
+    /// and removed in.
+    #[test]
+    fn claims_are_listed_in_name_order() {
+        let mut store = ClaimStore::default();
+        let add = |store: &mut ClaimStore, namespace: &str, name: &str, label: &str| {
+            let mut claim = ResourceClaim::default();
+            claim.metadata.namespace = Some(namespace.to_string());
+            claim.metadata.name = Some(name.to_string());
+            claim.metadata.labels = Some(BTreeMap::from([("v".to_string(), label.to_string())]));
+            store.insert_generated(claim);
+        };
+        for (namespace, name) in [
+            ("b", "pod-2"),
+            ("a", "pod-10"),
+            ("b", "pod-1"),
+            ("a", "pod-1"),
+            ("b", "pod-3"),
+            ("b", "pod-0"),
+            ("a", "pod-09"),
+        ] {
+            add(&mut store, namespace, name, "first");
+        }
+        add(&mut store, "b", "pod-2", "second");
+        assert!(store.remove("b", "pod-1").is_some());
+        let listed = |claims: Vec<&ResourceClaim>| -> Vec<String> {
+            claims
+                .iter()
+                .map(|c| {
+                    let meta = &c.metadata;
+                    let label = &meta.labels.as_ref().expect("labels")["v"];
+                    format!(
+                        "{}/{}:{label}",
+                        meta.namespace.as_deref().unwrap_or_default(),
+                        meta.name.as_deref().unwrap_or_default()
+                    )
+                })
+                .collect()
+        };
+        let expected = [
+            "a/pod-09:first",
+            "a/pod-1:first",
+            "a/pod-10:first",
+            "b/pod-0:first",
+            "b/pod-2:second",
+            "b/pod-3:first",
+        ];
+        assert_eq!(listed(store.all().collect()), expected);
+        let owned = store.into_all();
+        assert_eq!(listed(owned.iter().map(|c| &**c).collect()), expected);
     }
 }
