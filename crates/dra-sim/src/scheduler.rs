@@ -379,8 +379,9 @@ struct PodEntry<'a> {
     pod: &'a Pod,
     /// What binding changed on the pod (the resulting object is built at the end).
     binding: Option<Binding>,
-    namespace: String,
-    name: String,
+    /// The pod's namespace (`default` when it has none) and name, borrowed from it.
+    namespace: &'a str,
+    name: &'a str,
     uid: String,
     facts: PodFacts,
     priority: Result<i32, String>,
@@ -601,7 +602,8 @@ impl<'a> Engine<'a> {
             .pods
             .iter()
             .map(|pod| {
-                let (namespace, name) = key_of(&pod.metadata);
+                let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+                let name = pod.metadata.name.as_deref().unwrap_or_default();
                 let uid = pod_uid(pod);
                 let priority = crate::priority::pod_priority(pod, &input.priority_classes);
                 results.push(PodResult {
@@ -691,11 +693,11 @@ impl<'a> Engine<'a> {
     /// The claims of a bound pod: its resolved claims plus its extended-resource claim.
     fn bound_pod_claims(&mut self, p: usize) -> Vec<ClaimKey> {
         let pod = self.pods[p].pod;
-        let namespace = self.pods[p].namespace.clone();
+        let namespace = self.pods[p].namespace;
         let mut keys: Vec<ClaimKey> = match self.claims.existing_pod_claims(pod) {
             Ok(claims) => claims
                 .into_iter()
-                .map(|c| (namespace.clone(), c.claim_name))
+                .map(|c| (namespace.to_string(), c.claim_name))
                 .collect(),
             Err(PodClaimError(message)) => {
                 self.results[p].notes.push(message);
@@ -708,7 +710,7 @@ impl<'a> Engine<'a> {
             .and_then(|s| s.extended_resource_claim_status.as_ref())
             .map(|s| s.resource_claim_name.clone())
         {
-            keys.push((namespace, name));
+            keys.push((namespace.to_string(), name));
         }
         keys
     }
@@ -725,10 +727,10 @@ impl<'a> Engine<'a> {
             let node_name = spec.and_then(|s| s.node_name.as_deref()).unwrap_or("");
             if matches!(phase, "Succeeded" | "Failed") {
                 let uid = self.pods[p].uid.clone();
-                let name = self.pods[p].name.clone();
+                let name = self.pods[p].name;
                 let mut released = Vec::new();
                 for key in self.bound_pod_claims(p) {
-                    if self.release_claim(&key, &name, &uid) {
+                    if self.release_claim(&key, name, &uid) {
                         released.push(format!("{}/{}", key.0, key.1));
                     }
                 }
@@ -782,7 +784,7 @@ impl<'a> Engine<'a> {
                 continue;
             }
             let uid = self.pods[p].uid.clone();
-            let name = self.pods[p].name.clone();
+            let name = self.pods[p].name;
             let input_uid = self.pods[p].pod.metadata.uid.clone();
             let claims = self.bound_pod_claims(p);
             let mut times: Vec<EvictionTime> = Vec::new();
@@ -825,7 +827,7 @@ impl<'a> Engine<'a> {
             let mut deleted = Vec::new();
             for key in &claims {
                 let owned = self.owned_by(key, &uid);
-                if self.release_claim(key, &name, &uid) {
+                if self.release_claim(key, name, &uid) {
                     deallocated.push(format!("{}/{}", key.0, key.1));
                 }
                 if owned && self.claims.remove(&key.0, &key.1).is_some() {
@@ -952,9 +954,9 @@ impl<'a> Engine<'a> {
                 attempt.extended.insert(name.clone(), *value);
             }
         }
-        let namespace = &self.pods[p].namespace;
+        let namespace = self.pods[p].namespace;
         for claim_ref in &claims {
-            let key = (namespace.clone(), claim_ref.claim_name.clone());
+            let key = (namespace.to_string(), claim_ref.claim_name.clone());
             let Some(claim) = self.claims.get(&key.0, &key.1) else {
                 continue;
             };
@@ -1038,7 +1040,7 @@ impl<'a> Engine<'a> {
     }
 
     fn special_claim_name(&self, p: usize) -> String {
-        special_claim_name(&self.pods[p].name)
+        special_claim_name(self.pods[p].name)
     }
 
     fn special_claim_object(&self, p: usize, plan: &SpecialClaimPlan) -> ResourceClaim {
@@ -1046,7 +1048,7 @@ impl<'a> Engine<'a> {
         ResourceClaim {
             metadata: ObjectMeta {
                 name: Some(self.special_claim_name(p)),
-                namespace: Some(entry.namespace.clone()),
+                namespace: Some(entry.namespace.to_string()),
                 annotations: Some(BTreeMap::from([(
                     EXTENDED_RESOURCE_CLAIM_ANNOTATION.to_string(),
                     "true".to_string(),
@@ -1054,7 +1056,7 @@ impl<'a> Engine<'a> {
                 owner_references: Some(vec![OwnerReference {
                     api_version: "v1".to_string(),
                     kind: "Pod".to_string(),
-                    name: entry.name.clone(),
+                    name: entry.name.to_string(),
                     uid: entry.uid.clone(),
                     controller: Some(true),
                     block_owner_deletion: None,
@@ -1932,8 +1934,8 @@ impl<'a> Engine<'a> {
             let key = attempt.pinned.get(i)?.0.clone();
             let reserved = self.claims.reserved_for(&key.0, &key.1);
             if reserved.is_empty() || (reserved.len() == 1 && reserved[0].uid == uid) {
-                let name = self.pods[p].name.clone();
-                self.claims.unreserve(&key.0, &key.1, &name, &uid);
+                let name = self.pods[p].name;
+                self.claims.unreserve(&key.0, &key.1, name, &uid);
                 if let Some(allocation) = self.claims.clear_allocation(&key.0, &key.1) {
                     let _ = self.devices.remove_claim(self.index, &key, &allocation);
                 }
@@ -1977,7 +1979,7 @@ impl<'a> Engine<'a> {
             (
                 live().map(|(q, e)| (e.uid.clone(), pod_ref(q))).collect(),
                 live()
-                    .map(|(q, e)| ((e.namespace.clone(), e.name.clone()), pod_ref(q)))
+                    .map(|(q, e)| ((e.namespace.to_string(), e.name.to_string()), pod_ref(q)))
                     .collect(),
             )
         });
@@ -2097,7 +2099,7 @@ impl<'a> Engine<'a> {
             && let Some(allocation) = results.next()
         {
             let special_name = special_claim_name(pod_name);
-            let key = (namespace.clone(), special_name.clone());
+            let key = (namespace.to_string(), special_name.clone());
             let mut object = self.special_claim_object(p, &variant.plan);
             object.status = Some(ResourceClaimStatus {
                 allocation: Some(allocation.clone()),
