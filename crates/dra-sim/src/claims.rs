@@ -210,8 +210,8 @@ impl ClaimStore {
     /// from templates as `<pod name>-<pod claim name>` (the real controller appends a random
     /// suffix; a simulation must be reproducible).
     pub fn claims_of_pod(&mut self, pod: &Pod) -> Result<Vec<String>, PodClaimError> {
-        let namespace = namespace_of(&pod.metadata);
-        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
         let mut names: Vec<String> = Vec::new();
         for entry in pod
             .spec
@@ -220,7 +220,7 @@ impl ClaimStore {
             .unwrap_or_default()
         {
             let name = if let Some(claim_name) = &entry.resource_claim_name {
-                if !self.claims.contains(&namespace, claim_name) {
+                if !self.claims.contains(namespace, claim_name) {
                     return Err(PodClaimError(format!(
                         "resourceclaim \"{claim_name}\" not found"
                     )));
@@ -228,7 +228,7 @@ impl ClaimStore {
                 claim_name.clone()
             } else if let Some(template_name) = &entry.resource_claim_template_name {
                 let generated = format!("{pod_name}-{}", entry.name);
-                let key = (namespace.clone(), generated.clone());
+                let key = (namespace.to_string(), generated.clone());
                 if !self.claims.contains(&key.0, &key.1)
                     && self
                         .create_from_template(key, template_name, pod, &entry.name, None)
@@ -321,8 +321,8 @@ impl ClaimStore {
         pod: &Pod,
         templates: TemplateClaims,
     ) -> Result<Vec<PodClaim>, PodClaimError> {
-        let namespace = namespace_of(&pod.metadata);
-        let pod_name = pod.metadata.name.clone().unwrap_or_default();
+        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
         let uid = pod_uid(pod);
         let statuses = pod
             .status
@@ -345,11 +345,11 @@ impl ClaimStore {
                     Some(status) => (status.resource_claim_name.clone().unwrap_or_default(), true),
                     None => {
                         let generated = format!("{pod_name}-{}", entry.name);
-                        if !self.claims.contains(&namespace, &generated) {
+                        if !self.claims.contains(namespace, &generated) {
                             if templates == TemplateClaims::ExistingOnly {
                                 continue;
                             }
-                            let key = (namespace.clone(), generated);
+                            let key = (namespace.to_string(), generated);
                             let Some(created) = self.create_from_template(
                                 key,
                                 template_name,
@@ -379,7 +379,7 @@ impl ClaimStore {
                     entry.name
                 )));
             };
-            let Some(claim) = self.get(&namespace, &claim_name) else {
+            let Some(claim) = self.get(namespace, &claim_name) else {
                 return Err(PodClaimError(format!(
                     "resourceclaim.resource.k8s.io \"{claim_name}\" not found"
                 )));
