@@ -106,29 +106,30 @@ fn by_name<K: Ord, V>(entries: impl Iterator<Item = (K, V)>) -> impl Iterator<It
     sorted.into_iter().map(|(_, value)| value)
 }
 
-fn namespace_of(meta: &ObjectMeta) -> String {
-    meta.namespace
-        .clone()
-        .unwrap_or_else(|| "default".to_string())
+/// An object's namespace as the API server defaults it (`default` when unset).
+pub(crate) fn namespace_of(meta: &ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or("default")
+}
+
+/// An object's (namespace, name) key, as the stores hold it.
+pub(crate) fn key_of(meta: &ObjectMeta) -> (String, String) {
+    (
+        namespace_of(meta).to_string(),
+        meta.name.clone().unwrap_or_default(),
+    )
 }
 
 impl ClaimStore {
     pub fn new(input: &SimInput<'_>) -> ClaimStore {
         let mut store = ClaimStore::default();
         for claim in &input.claims {
-            let key = (
-                namespace_of(&claim.metadata),
-                claim.metadata.name.clone().unwrap_or_default(),
-            );
+            let key = key_of(&claim.metadata);
             store
                 .claims
                 .insert_first(key, || Box::new((*claim).clone()));
         }
         for template in &input.templates {
-            let key = (
-                namespace_of(&template.metadata),
-                template.metadata.name.clone().unwrap_or_default(),
-            );
+            let key = key_of(&template.metadata);
             store.templates.insert_first(key, || (*template).clone());
         }
         store
@@ -210,7 +211,7 @@ impl ClaimStore {
     /// from templates as `<pod name>-<pod claim name>` (the real controller appends a random
     /// suffix; a simulation must be reproducible).
     pub fn claims_of_pod(&mut self, pod: &Pod) -> Result<Vec<String>, PodClaimError> {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let namespace = namespace_of(&pod.metadata);
         let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
         let mut names: Vec<String> = Vec::new();
         for entry in pod
@@ -282,7 +283,7 @@ pub fn pod_uid(pod: &Pod) -> String {
         Some(uid) => uid.to_string(),
         None => stable_uid(
             "Pod",
-            &namespace_of(&pod.metadata),
+            namespace_of(&pod.metadata),
             pod.metadata.name.as_deref().unwrap_or_default(),
         ),
     }
@@ -321,7 +322,7 @@ impl ClaimStore {
         pod: &Pod,
         templates: TemplateClaims,
     ) -> Result<Vec<PodClaim>, PodClaimError> {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let namespace = namespace_of(&pod.metadata);
         let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
         let uid = pod_uid(pod);
         let statuses = pod
@@ -407,10 +408,7 @@ impl ClaimStore {
 
     /// Adds a claim (the special extended-resource claim); replaces one of the same name.
     pub fn insert_generated(&mut self, claim: ResourceClaim) {
-        let key = (
-            namespace_of(&claim.metadata),
-            claim.metadata.name.clone().unwrap_or_default(),
-        );
+        let key = key_of(&claim.metadata);
         self.claims.insert(key, Box::new(claim));
     }
 
@@ -512,7 +510,7 @@ fn claim_from_template(
     ResourceClaim {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
-            namespace: Some(namespace_of(&pod.metadata)),
+            namespace: Some(namespace_of(&pod.metadata).to_string()),
             labels: template_meta.and_then(|m| m.labels.clone()),
             annotations: Some(annotations),
             owner_references: Some(vec![OwnerReference {

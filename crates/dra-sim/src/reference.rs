@@ -18,7 +18,7 @@ use dra_alloc::{AllocatedState, Index, NodeId, Outcome, PreparedClaim, allocate,
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
-use crate::claims::{ClaimStore, PodClaimError};
+use crate::claims::{ClaimStore, PodClaimError, namespace_of};
 use crate::report::{PodOutcome, PodStatus, Report};
 use crate::{SimError, SimInput, Snapshot};
 
@@ -106,7 +106,7 @@ fn run(
 fn claim_display(claim: &ResourceClaim) -> String {
     format!(
         "{}/{}",
-        claim.metadata.namespace.as_deref().unwrap_or("default"),
+        namespace_of(&claim.metadata),
         claim.metadata.name.as_deref().unwrap_or_default()
     )
 }
@@ -190,7 +190,7 @@ fn schedule_pod(
     known: &mut KnownRejections,
     pod: &Pod,
 ) -> (PodOutcome, usize) {
-    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let namespace = namespace_of(&pod.metadata);
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
     let mut outcome = PodOutcome::new(format!("{namespace}/{pod_name}"));
     let claim_names = match claims.claims_of_pod(pod) {

@@ -47,7 +47,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::Serialize;
 
 use crate::Snapshot;
-use crate::claims::{ClaimStore, PodClaim, PodClaimError, pod_uid};
+use crate::claims::{ClaimStore, PodClaim, PodClaimError, key_of, namespace_of, pod_uid};
 use crate::classes::NodeClasses;
 use crate::devices::{ClaimKey, DeviceState, Requirement};
 use crate::explain::{Diagnosis, ExplainContext, NodeVerdict, PodRef};
@@ -366,15 +366,6 @@ fn special_claim_name(pod_name: &str) -> String {
     format!("{pod_name}{EXTENDED_RESOURCE_CLAIM_SUFFIX}")
 }
 
-fn key_of(meta: &ObjectMeta) -> (String, String) {
-    (
-        meta.namespace
-            .clone()
-            .unwrap_or_else(|| "default".to_string()),
-        meta.name.clone().unwrap_or_default(),
-    )
-}
-
 struct PodEntry<'a> {
     pod: &'a Pod,
     /// What binding changed on the pod (the resulting object is built at the end).
@@ -602,7 +593,7 @@ impl<'a> Engine<'a> {
             .pods
             .iter()
             .map(|pod| {
-                let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+                let namespace = namespace_of(&pod.metadata);
                 let name = pod.metadata.name.as_deref().unwrap_or_default();
                 let uid = pod_uid(pod);
                 let priority = crate::priority::pod_priority(pod, &input.priority_classes);
