@@ -205,6 +205,8 @@ struct PreviousDevice {
     next: Vec<(Arc<str>, AttrValue, Range<usize>)>,
     /// The capacity map's byte range (an object) and its entries.
     capacity: Option<(Range<usize>, Capacities)>,
+    /// Whether `attributes` are in strict name order as written.
+    sorted: bool,
 }
 
 /// A device's capacities, in name order.
@@ -469,18 +471,30 @@ impl SliceReader<'_> {
                 let text = cursor.text();
                 reader.previous.next.clear();
                 let mut attributes = Vec::with_capacity(reader.previous.attributes.len());
+                // Whether every name so far is the previous device's at the same position.
+                let mut names_as_before = true;
                 cursor.members(inner, |cursor, key| {
                     let name = cursor.plain_str(key)?;
                     let start = cursor.pos();
-                    let same = reader.previous.attributes.get(attributes.len()).filter(
-                        |(known, _, range)| **known == *name && same_object_at(text, range, start),
-                    );
-                    let (name, value) = if let Some((known, value, range)) = same {
-                        cursor.set_pos(start + range.len());
-                        (known.clone(), value.clone())
-                    } else {
-                        let value = reader.attribute(cursor, inner)?;
-                        (reader.strings.get(name), value)
+                    let known = reader
+                        .previous
+                        .attributes
+                        .get(attributes.len())
+                        .filter(|(known, _, _)| **known == *name);
+                    names_as_before &= known.is_some();
+                    let (name, value) = match known {
+                        Some((known, value, range)) if same_object_at(text, range, start) => {
+                            cursor.set_pos(start + range.len());
+                            (known.clone(), value.clone())
+                        }
+                        Some((known, _, _)) => {
+                            let known = known.clone();
+                            (known, reader.attribute(cursor, inner)?)
+                        }
+                        None => {
+                            let value = reader.attribute(cursor, inner)?;
+                            (reader.strings.get(name), value)
+                        }
                     };
                     let range = start..cursor.pos();
                     reader
@@ -492,9 +506,15 @@ impl SliceReader<'_> {
                 })?;
                 // This device's, in the order of the text, for the next one.
                 let previous = &mut reader.previous;
+                // The previous device's names in the same order were checked already.
+                let names_as_before =
+                    names_as_before && attributes.len() == previous.attributes.len();
                 std::mem::swap(&mut previous.attributes, &mut previous.next);
                 previous.next.clear();
-                if !attributes.is_sorted_by(|a, b| a.0 < b.0) {
+                let sorted = (names_as_before && previous.sorted)
+                    || attributes.is_sorted_by(|a, b| a.0 < b.0);
+                previous.sorted = sorted;
+                if !sorted {
                     attributes.sort_by(|a, b| a.0.cmp(&b.0));
                     // A name given twice: the wire type keeps the last.
                     if attributes.windows(2).any(|pair| pair[0].0 == pair[1].0) {
@@ -1094,8 +1114,9 @@ mod tests {
 
     /// Devices read after one another whose attributes or capacities repeat the previous
     /// device's text in part: the same value under another name, a value that the previous
-    /// one's text is a prefix of, the same entries in another order or with white space.
-    /// Each pair, and the first again after it: the same answer as the wire type.
+    /// one's text is a prefix of, the same entries in another order or with white space, the
+    /// same names out of order with other values, a name given twice. Each pair, and the
+    /// first again after it: the same answer as the wire type.
     #[test]
     fn repeated_device_text_indexes_like_the_wire_type() {
         let rules: Vec<&DeviceTaintRule> = Vec::new();
@@ -1105,6 +1126,8 @@ mod tests {
             r#"{"a":{"int":12}}"#,
             r#"{"a":{"int":1},"b":{"int":1}}"#,
             r#"{"b":{"int":1},"a":{"int":1}}"#,
+            r#"{"b":{"int":2},"a":{"int":1}}"#,
+            r#"{"a":{"int":1},"a":{"int":2}}"#,
             r#"{"a":{"string":"H100"}}"#,
             r#"{"a":{"string":"H100"} ,"b":{ "int":1}}"#,
             r#"{"a":{"version":"1.0.0"}}"#,
