@@ -17,8 +17,9 @@
 //!
 //! Devices of one slice mostly repeat each other's attribute values and capacities; the
 //! reader keeps the previous device's values with their byte ranges ([`PreviousDevice`])
-//! and takes a value again, without reading it, where the same object's bytes come at the
-//! same position under the same name.
+//! and takes an attribute again, name and value, without reading it, where the same
+//! member's bytes come at the same position (a capacity map where the same map's bytes do);
+//! a name alone seen at the same position is not looked up again.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -199,7 +200,8 @@ struct SliceReader<'s> {
 /// complete object's text found again at the cursor is that object, whatever follows.
 #[derive(Default)]
 struct PreviousDevice {
-    /// Attributes in the order of the text, with the byte range of each value (an object).
+    /// Attributes in the order of the text, with the byte range of each member (the name,
+    /// the colon and the value).
     attributes: Vec<(Arc<str>, AttrValue, Range<usize>)>,
     /// The device being read's, while it is read.
     next: Vec<(Arc<str>, AttrValue, Range<usize>)>,
@@ -211,6 +213,14 @@ struct PreviousDevice {
 
 /// A device's capacities, in name order.
 type Capacities = Vec<(Arc<str>, Capacity)>;
+
+/// Whether the mapping member that `text` holds at `range` (its name, the colon and its
+/// value) is written again at `at`, its value an object.
+fn same_member_at(text: &str, range: &Range<usize>, at: usize) -> bool {
+    let bytes = text.as_bytes();
+    let member = &bytes[range.clone()];
+    member.last() == Some(&b'}') && bytes[at..].starts_with(member)
+}
 
 /// Whether the object that `text` holds at `range` is written again at `at`.
 fn same_object_at(text: &str, range: &Range<usize>, at: usize) -> bool {
@@ -473,37 +483,44 @@ impl SliceReader<'_> {
                 let mut attributes = Vec::with_capacity(reader.previous.attributes.len());
                 // Whether every name so far is the previous device's at the same position.
                 let mut names_as_before = true;
-                cursor.members(inner, |cursor, key| {
-                    let name = cursor.plain_str(key)?;
+                let mut more = !cursor.open(inner, b'{', b'}')?;
+                while more {
                     let start = cursor.pos();
-                    let known = reader
-                        .previous
-                        .attributes
-                        .get(attributes.len())
-                        .filter(|(known, _, _)| **known == *name);
-                    names_as_before &= known.is_some();
-                    let (name, value) = match known {
-                        Some((known, value, range)) if same_object_at(text, range, start) => {
-                            cursor.set_pos(start + range.len());
+                    let previous = reader.previous.attributes.get(attributes.len());
+                    let (name, value) = match previous {
+                        // The previous device's member at this position written again, name
+                        // and value: taken as read, without scanning its name.
+                        Some((known, value, member)) if same_member_at(text, member, start) => {
+                            cursor.set_pos(start + member.len());
                             (known.clone(), value.clone())
                         }
-                        Some((known, _, _)) => {
-                            let known = known.clone();
-                            (known, reader.attribute(cursor, inner)?)
-                        }
-                        None => {
-                            let value = reader.attribute(cursor, inner)?;
-                            (reader.strings.get(name), value)
+                        _ => {
+                            let key = cursor.string()?;
+                            cursor.skip_whitespace();
+                            cursor.eat(b':')?;
+                            cursor.skip_whitespace();
+                            let name = cursor.plain_str(key)?;
+                            match previous.filter(|(known, _, _)| **known == *name) {
+                                Some((known, _, _)) => {
+                                    let known = known.clone();
+                                    (known, reader.attribute(cursor, inner)?)
+                                }
+                                None => {
+                                    names_as_before = false;
+                                    let value = reader.attribute(cursor, inner)?;
+                                    (reader.strings.get(name), value)
+                                }
+                            }
                         }
                     };
-                    let range = start..cursor.pos();
+                    let member = start..cursor.pos();
                     reader
                         .previous
                         .next
-                        .push((name.clone(), value.clone(), range));
+                        .push((name.clone(), value.clone(), member));
                     attributes.push((name, value));
-                    Some(())
-                })?;
+                    more = cursor.after_member(b'}')?;
+                }
                 // This device's, in the order of the text, for the next one.
                 let previous = &mut reader.previous;
                 // The previous device's names in the same order were checked already.
