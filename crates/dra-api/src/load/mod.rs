@@ -803,10 +803,8 @@ fn direct_object(head: &Head<'_>, text: &str) -> Option<AnyObject> {
     // Pods and nodes of the common shape without serde's visitor per node, which was most
     // of a small stream's load; anything else serde decodes as before.
     let read = match (api_version, kind) {
-        ("v1", "Pod") => common_shapes::read_pod(text).map(|pod| AnyObject::Pod(Box::new(pod))),
-        ("v1", "Node") => {
-            common_shapes::read_node(text).map(|node| AnyObject::Node(Box::new(node)))
-        }
+        ("v1", "Pod") => common_shapes::read_pod(text).map(AnyObject::Pod),
+        ("v1", "Node") => common_shapes::read_node(text).map(AnyObject::Node),
         _ => None,
     };
     let mut object = match read {
