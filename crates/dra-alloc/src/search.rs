@@ -387,6 +387,9 @@ impl<'a> Search<'a> {
             search.selected_sub.push(vec![0; per_request.len()]);
             search.requests.push(per_request);
             search.constraints.push(constraints);
+            // Room for the devices a solution needs at least (at most the limit, checked
+            // above), so that picking them does not grow the list one push at a time.
+            search.allocating.reserve(min_devices as usize);
         }
         Ok(search)
     }

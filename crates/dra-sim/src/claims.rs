@@ -228,7 +228,7 @@ impl ClaimStore {
                 }
                 claim_name.clone()
             } else if let Some(template_name) = &entry.resource_claim_template_name {
-                let generated = format!("{pod_name}-{}", entry.name);
+                let generated = [pod_name, "-", &entry.name].concat();
                 let key = (namespace.to_string(), generated.clone());
                 if !self.claims.contains(&key.0, &key.1)
                     && self
@@ -345,7 +345,7 @@ impl ClaimStore {
                     Some(status) if status.resource_claim_name.is_none() => continue,
                     Some(status) => (status.resource_claim_name.clone().unwrap_or_default(), true),
                     None => {
-                        let generated = format!("{pod_name}-{}", entry.name);
+                        let generated = [pod_name, "-", &entry.name].concat();
                         if !self.claims.contains(namespace, &generated) {
                             if templates == TemplateClaims::ExistingOnly {
                                 continue;

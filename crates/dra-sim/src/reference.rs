@@ -192,7 +192,7 @@ fn schedule_pod(
 ) -> (PodOutcome, usize) {
     let namespace = namespace_of(&pod.metadata);
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-    let mut outcome = PodOutcome::new(format!("{namespace}/{pod_name}"));
+    let mut outcome = PodOutcome::new([namespace, "/", pod_name].concat());
     let claim_names = match claims.claims_of_pod(pod) {
         Ok(names) => names,
         Err(PodClaimError(message)) => {
@@ -202,8 +202,8 @@ fn schedule_pod(
         }
     };
     // Already allocated claims only restrict the node; the others are allocated together.
-    let mut to_allocate = Vec::new();
-    let mut prepared = Vec::new();
+    let mut to_allocate = Vec::with_capacity(claim_names.len());
+    let mut prepared = Vec::with_capacity(claim_names.len());
     let mut pinned = Vec::new();
     for name in &claim_names {
         // `claims_of_pod` only returns names of claims in the store.

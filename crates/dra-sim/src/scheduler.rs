@@ -363,7 +363,7 @@ pub fn simulate_snapshot<'a>(
 
 /// The name of the claim that serves a pod's extended resources through DRA.
 fn special_claim_name(pod_name: &str) -> String {
-    format!("{pod_name}{EXTENDED_RESOURCE_CLAIM_SUFFIX}")
+    [pod_name, EXTENDED_RESOURCE_CLAIM_SUFFIX].concat()
 }
 
 struct PodEntry<'a> {
@@ -598,7 +598,7 @@ impl<'a> Engine<'a> {
                 let uid = pod_uid(pod);
                 let priority = crate::priority::pod_priority(pod, &input.priority_classes);
                 results.push(PodResult {
-                    pod: format!("{namespace}/{name}"),
+                    pod: [namespace, "/", name].concat(),
                     node: None,
                     status: PodState::Unschedulable,
                     allocations: ClaimAllocations::default(),

@@ -10,8 +10,10 @@
 /// then grows as usual (doubling), so a long list does not reallocate per element. Call it
 /// before the push or insert.
 pub fn reserve_first<T>(list: &mut Vec<T>) {
-    if list.is_empty() {
-        list.reserve_exact(1);
+    // A new list rather than `reserve_exact(1)`: that takes the general path of growing a
+    // list, a few times the instructions of one allocation, and lists are made per pod.
+    if list.capacity() == 0 {
+        *list = Vec::with_capacity(1);
     }
 }
 
