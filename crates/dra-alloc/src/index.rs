@@ -9,7 +9,7 @@
 //! * Selector results are cached per (selector set, device entry) for the whole snapshot in
 //!   [`crate::selectors`], so no CEL expression is evaluated twice for the same device.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -100,15 +100,34 @@ impl AttrValue {
 }
 
 /// Shares equal strings, and parses each distinct quantity text once ([`ParsedQuantities`]),
-/// while an index is built.
+/// while an index is built; for the slices read from JSON text, it also keeps the first
+/// devices of the last two ([`PreviousDevice`](crate::slice_json::PreviousDevice)).
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
     strings: WordHashMap<Arc<str>, ()>,
     quantities: ParsedQuantities,
     versions: WordHashMap<Box<str>, bool>,
+    first_devices: VecDeque<crate::slice_json::PreviousDevice>,
 }
 
 impl Interner {
+    /// For the next slice: the first device of the slice two before it, when there is one.
+    pub(crate) fn carried_first_device(&mut self) -> crate::slice_json::PreviousDevice {
+        if self.first_devices.len() == 2 {
+            self.first_devices.pop_front().unwrap_or_default()
+        } else {
+            Default::default()
+        }
+    }
+
+    /// Keeps a slice's first device, with the one of the slice before it.
+    pub(crate) fn carry_first_device(&mut self, first: crate::slice_json::PreviousDevice) {
+        if self.first_devices.len() == 2 {
+            self.first_devices.pop_front();
+        }
+        self.first_devices.push_back(first);
+    }
+
     pub(crate) fn get(&mut self, text: &str) -> Arc<str> {
         if let Some((shared, ())) = self.strings.get_key_value(text) {
             return shared.clone();

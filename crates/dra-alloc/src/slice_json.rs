@@ -19,7 +19,8 @@
 //! reader keeps the previous device's values with their byte ranges ([`PreviousDevice`])
 //! and takes an attribute again, name and value, without reading it, where the same
 //! member's bytes come at the same position (a capacity map where the same map's bytes do);
-//! a name alone seen at the same position is not looked up again.
+//! a name alone seen at the same position is not looked up again. A slice's first device is
+//! compared so with the first device of the slice two before it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -105,10 +106,11 @@ fn prepare_direct(
     let before = devices.len();
     let mut cursor = Cursor::new(text);
     cursor.skip_whitespace();
+    let previous = strings.carried_first_device();
     let mut reader = SliceReader {
         strings,
         devices,
-        previous: PreviousDevice::default(),
+        previous,
     };
     let (metadata, spec, after_spec) = reader.slice(&mut cursor)?;
     cursor.skip_whitespace();
@@ -198,35 +200,78 @@ struct SliceReader<'s> {
 /// versions, NUMA node, memory), and bytes equal to an attribute value or a capacity map
 /// already read decode to the same value. A JSON object ends at its own closing brace, so a
 /// complete object's text found again at the cursor is that object, whatever follows.
-#[derive(Default)]
-struct PreviousDevice {
-    /// Attributes in the order of the text, with the byte range of each member (the name,
-    /// the colon and the value).
-    attributes: Vec<(Arc<str>, AttrValue, Range<usize>)>,
+///
+/// The first device of a slice is compared with the first device of the slice two before it
+/// in the same run of slices (a node's GPU slice with the previous node's, where each node
+/// publishes a GPU and a NIC slice; any earlier slice of one driver): that device's texts
+/// are kept as copies ([`Interner::carry_first_device`]), since they are in another slice's
+/// text.
+#[derive(Debug, Default)]
+pub(crate) struct PreviousDevice {
+    /// Attributes in the order of the text, with the text of each member (the name, the
+    /// colon and the value).
+    attributes: Vec<(Arc<str>, AttrValue, TextOf)>,
     /// The device being read's, while it is read.
-    next: Vec<(Arc<str>, AttrValue, Range<usize>)>,
-    /// The capacity map's byte range (an object) and its entries.
-    capacity: Option<(Range<usize>, Capacities)>,
+    next: Vec<(Arc<str>, AttrValue, TextOf)>,
+    /// The capacity map's text (an object) and its entries.
+    capacity: Option<(TextOf, Capacities)>,
     /// Whether `attributes` are in strict name order as written.
     sorted: bool,
+}
+
+impl PreviousDevice {
+    /// The same state with its texts copied out of `text`, the slice they were read from.
+    fn carried(&self, text: &str) -> PreviousDevice {
+        let carry = |of: &TextOf| TextOf::Copied(of.bytes(text).into());
+        PreviousDevice {
+            attributes: self
+                .attributes
+                .iter()
+                .map(|(name, value, of)| (name.clone(), value.clone(), carry(of)))
+                .collect(),
+            next: Vec::new(),
+            capacity: self
+                .capacity
+                .as_ref()
+                .map(|(of, capacity)| (carry(of), capacity.clone())),
+            sorted: self.sorted,
+        }
+    }
+}
+
+/// Where a text the reader compares with is: a range of the slice being read, or a copy
+/// from an earlier slice.
+#[derive(Debug, Clone)]
+enum TextOf {
+    Range(Range<usize>),
+    Copied(Box<[u8]>),
+}
+
+impl TextOf {
+    fn bytes<'t>(&'t self, text: &'t str) -> &'t [u8] {
+        match self {
+            TextOf::Range(range) => &text.as_bytes()[range.clone()],
+            TextOf::Copied(bytes) => bytes,
+        }
+    }
 }
 
 /// A device's capacities, in name order.
 type Capacities = Vec<(Arc<str>, Capacity)>;
 
-/// Whether the mapping member that `text` holds at `range` (its name, the colon and its
-/// value) is written again at `at`, its value an object.
-fn same_member_at(text: &str, range: &Range<usize>, at: usize) -> bool {
-    let bytes = text.as_bytes();
-    let member = &bytes[range.clone()];
-    member.last() == Some(&b'}') && bytes[at..].starts_with(member)
+/// Whether the mapping member `of` (its name, the colon and its value) is written again in
+/// `text` at `at`, its value an object; the member's length if so.
+fn same_member_at(of: &TextOf, text: &str, at: usize) -> Option<usize> {
+    let member = of.bytes(text);
+    (member.last() == Some(&b'}') && text.as_bytes()[at..].starts_with(member))
+        .then_some(member.len())
 }
 
-/// Whether the object that `text` holds at `range` is written again at `at`.
-fn same_object_at(text: &str, range: &Range<usize>, at: usize) -> bool {
-    let bytes = text.as_bytes();
-    let object = &bytes[range.clone()];
-    object.first() == Some(&b'{') && bytes[at..].starts_with(object)
+/// Whether the object `of` is written again in `text` at `at`; its length if so.
+fn same_object_at(of: &TextOf, text: &str, at: usize) -> Option<usize> {
+    let object = of.bytes(text);
+    (object.first() == Some(&b'{') && text.as_bytes()[at..].starts_with(object))
+        .then_some(object.len())
 }
 
 /// A slice's metadata and spec, and whether any member came after `spec`.
@@ -379,6 +424,10 @@ impl SliceReader<'_> {
                 |reader, device: Device| wire_device_entry("", index, &device, reader.strings).ok(),
             )?;
             self.devices.push(device);
+            if index == 0 {
+                let first = self.previous.carried(cursor.text());
+                self.strings.carry_first_device(first);
+            }
             index += 1;
             Some(())
         })
@@ -487,11 +536,14 @@ impl SliceReader<'_> {
                 while more {
                     let start = cursor.pos();
                     let previous = reader.previous.attributes.get(attributes.len());
-                    let (name, value) = match previous {
+                    let repeated = previous.and_then(|(known, value, member)| {
+                        Some((known, value, same_member_at(member, text, start)?))
+                    });
+                    let (name, value) = match repeated {
                         // The previous device's member at this position written again, name
                         // and value: taken as read, without scanning its name.
-                        Some((known, value, member)) if same_member_at(text, member, start) => {
-                            cursor.set_pos(start + member.len());
+                        Some((known, value, length)) => {
+                            cursor.set_pos(start + length);
                             (known.clone(), value.clone())
                         }
                         _ => {
@@ -513,7 +565,7 @@ impl SliceReader<'_> {
                             }
                         }
                     };
-                    let member = start..cursor.pos();
+                    let member = TextOf::Range(start..cursor.pos());
                     reader
                         .previous
                         .next
@@ -639,10 +691,10 @@ impl SliceReader<'_> {
             depth,
             |reader, cursor| {
                 let start = cursor.pos();
-                if let Some((range, capacity)) = &reader.previous.capacity
-                    && same_object_at(cursor.text(), range, start)
+                if let Some((of, capacity)) = &reader.previous.capacity
+                    && let Some(length) = same_object_at(of, cursor.text(), start)
                 {
-                    cursor.set_pos(start + range.len());
+                    cursor.set_pos(start + length);
                     return Some(capacity.clone());
                 }
                 // Room for one, what devices mostly have: the list is kept as it is, and
@@ -660,7 +712,8 @@ impl SliceReader<'_> {
                 })?;
                 // Does nothing for a device of one capacity.
                 capacity.shrink_to_fit();
-                reader.previous.capacity = Some((start..cursor.pos(), capacity.clone()));
+                reader.previous.capacity =
+                    Some((TextOf::Range(start..cursor.pos()), capacity.clone()));
                 Some(capacity)
             },
             |reader, map: BTreeMap<String, DeviceCapacity>| {
@@ -1170,6 +1223,49 @@ mod tests {
                 let (ours, direct) = this_way(&text, &rules);
                 assert!(direct, "{text}");
                 assert!(ours == wire_way(&text, &rules), "{text}");
+            }
+        }
+    }
+
+    /// Slices read one after another with one interner, as a run of slices is: the first
+    /// device of each is compared with the first device of the slice two before it (texts
+    /// copied out of another slice). Every sequence of three first devices, over slices of
+    /// two drivers in turn, that repeat each other in part, in another order, or not at all:
+    /// each slice as the wire type gives it alone.
+    #[test]
+    fn first_devices_carried_from_earlier_slices_index_like_the_wire_type() {
+        let rules: Vec<&DeviceTaintRule> = Vec::new();
+        let firsts = [
+            r#"{"name":"d","attributes":{"a":{"int":1},"b":{"string":"x"}},"capacity":{"m":{"value":"8Gi"}}}"#,
+            r#"{"name":"d","attributes":{"a":{"int":1},"b":{"string":"y"}},"capacity":{"m":{"value":"8Gi"}}}"#,
+            r#"{"name":"d","attributes":{"b":{"string":"x"},"a":{"int":1}}}"#,
+            r#"{"name":"d","attributes":{"a":{"int":12}},"capacity":{"m":{"value":"80Gi"}}}"#,
+            r#"{"name":"e","attributes":{"a":{"int":1},"b":{"string":"x"}}}"#,
+            r#"{"name":"d"}"#,
+        ];
+        let slice = |first: &str, driver: &str| {
+            format!(
+                r#"{{"metadata":{{"name":"s"}},"spec":{{"devices":[{first},
+                {{"name":"z","attributes":{{"a":{{"int":1}}}}}}],"driver":"{driver}",
+                "nodeName":"n","pool":{{"name":"p","resourceSliceCount":1}}}}}}"#
+            )
+        };
+        for x in firsts {
+            for y in firsts {
+                for z in firsts {
+                    let texts = [slice(x, "g"), slice(y, "h"), slice(z, "g"), slice(x, "h")];
+                    let mut strings = Interner::default();
+                    for text in &texts {
+                        let mut devices = Vec::new();
+                        let prepared =
+                            prepare_direct(text, &rules, &mut strings, &mut devices, false)
+                                .ok_or_else(|| decode_error(serde::de::Error::custom("not read")));
+                        assert!(
+                            shown(prepared, &devices) == wire_way(text, &rules),
+                            "{text}"
+                        );
+                    }
+                }
             }
         }
     }
