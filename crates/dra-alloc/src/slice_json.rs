@@ -611,6 +611,11 @@ impl SliceReader<'_> {
     /// type's; list values (rare) take the wire type's way.
     fn attribute(&mut self, cursor: &mut Cursor<'_>, depth: usize) -> Option<AttrValue> {
         let inner = depth + 1;
+        let start = cursor.pos();
+        if let Some(value) = self.attribute_of_one_value(cursor, inner) {
+            return Some(value);
+        }
+        cursor.set_pos(start);
         self.or_wire(
             cursor,
             depth,
@@ -668,6 +673,46 @@ impl SliceReader<'_> {
                 Some(AttrValue::from_api(&attribute, reader.strings))
             },
         )
+    }
+
+    /// The common shape of an attribute, an object of one `string`, `version` or `int`
+    /// member (not `null`), read without scanning the member's name; `None` for anything
+    /// else (the cursor anywhere), which [`SliceReader::attribute`] reads its general way.
+    fn attribute_of_one_value(
+        &mut self,
+        cursor: &mut Cursor<'_>,
+        inner: usize,
+    ) -> Option<AttrValue> {
+        const STRING: &[u8] = b"\"string\":";
+        const VERSION: &[u8] = b"\"version\":";
+        const INT: &[u8] = b"\"int\":";
+        if cursor.open(inner, b'{', b'}')? {
+            return None;
+        }
+        let rest = &cursor.text().as_bytes()[cursor.pos()..];
+        let (name, length) = [STRING, VERSION, INT]
+            .into_iter()
+            .find(|name| rest.starts_with(name))
+            .map(|name| (name, name.len()))?;
+        cursor.set_pos(cursor.pos() + length);
+        cursor.skip_whitespace();
+        let value = if name == INT {
+            match cursor.value(inner)? {
+                Token::Integer { start, end } => {
+                    AttrValue::Int(cursor.slice(start..end).parse().ok()?)
+                }
+                _ => return None,
+            }
+        } else {
+            let token = cursor.string()?;
+            let text = self.strings.get(cursor.plain_str(token)?);
+            if name == STRING {
+                AttrValue::String(text)
+            } else {
+                AttrValue::Version(text)
+            }
+        };
+        (!cursor.after_member(b'}')?).then_some(value)
     }
 
     /// A string or `null` at the cursor, shared through the interner.
@@ -1185,8 +1230,8 @@ mod tests {
     /// Devices read after one another whose attributes or capacities repeat the previous
     /// device's text in part: the same value under another name, a value that the previous
     /// one's text is a prefix of, the same entries in another order or with white space, the
-    /// same names out of order with other values, a name given twice. Each pair, and the
-    /// first again after it: the same answer as the wire type.
+    /// same names out of order with other values, a name given twice, a value of more than
+    /// one member. Each pair, and the first again after it: the same answer as the wire type.
     #[test]
     fn repeated_device_text_indexes_like_the_wire_type() {
         let rules: Vec<&DeviceTaintRule> = Vec::new();
@@ -1201,6 +1246,9 @@ mod tests {
             r#"{"a":{"string":"H100"}}"#,
             r#"{"a":{"string":"H100"} ,"b":{ "int":1}}"#,
             r#"{"a":{"version":"1.0.0"}}"#,
+            r#"{"a":{ "version" : "1.0.0" }}"#,
+            r#"{"a":{"int":1,"string":"x"}}"#,
+            r#"{"a":{"string":"x","string":"y"}}"#,
         ];
         let capacities = [
             r#"{"memory":{"value":"8Gi"}}"#,
