@@ -208,11 +208,10 @@ struct SliceReader<'s> {
 /// text.
 #[derive(Debug, Default)]
 pub(crate) struct PreviousDevice {
-    /// Attributes in the order of the text, with the text of each member (the name, the
-    /// colon and the value).
-    attributes: Vec<(Arc<str>, AttrValue, TextOf)>,
+    /// Attributes in the order of the text.
+    attributes: Vec<AttributeRead>,
     /// The device being read's, while it is read.
-    next: Vec<(Arc<str>, AttrValue, TextOf)>,
+    next: Vec<AttributeRead>,
     /// The capacity map's text (an object) and its entries.
     capacity: Option<(TextOf, Capacities)>,
     /// Whether `attributes` are in strict name order as written.
@@ -227,7 +226,10 @@ impl PreviousDevice {
             attributes: self
                 .attributes
                 .iter()
-                .map(|(name, value, of)| (name.clone(), value.clone(), carry(of)))
+                .map(|read| AttributeRead {
+                    text: carry(&read.text),
+                    ..read.clone()
+                })
                 .collect(),
             next: Vec::new(),
             capacity: self
@@ -237,6 +239,16 @@ impl PreviousDevice {
             sorted: self.sorted,
         }
     }
+}
+
+/// An attribute as read: its name, its value, the text of the whole member (the name, the
+/// colon and the value) and how many of its bytes come before the value.
+#[derive(Debug, Clone)]
+struct AttributeRead {
+    name: Arc<str>,
+    value: AttrValue,
+    text: TextOf,
+    before_value: usize,
 }
 
 /// Where a text the reader compares with is: a range of the slice being read, or a copy
@@ -258,14 +270,6 @@ impl TextOf {
 
 /// A device's capacities, in name order.
 type Capacities = Vec<(Arc<str>, Capacity)>;
-
-/// Whether the mapping member `of` (its name, the colon and its value) is written again in
-/// `text` at `at`, its value an object; the member's length if so.
-fn same_member_at(of: &TextOf, text: &str, at: usize) -> Option<usize> {
-    let member = of.bytes(text);
-    (member.last() == Some(&b'}') && text.as_bytes()[at..].starts_with(member))
-        .then_some(member.len())
-}
 
 /// Whether the object `of` is written again in `text` at `at`; its length if so.
 fn same_object_at(of: &TextOf, text: &str, at: usize) -> Option<usize> {
@@ -536,40 +540,53 @@ impl SliceReader<'_> {
                 while more {
                     let start = cursor.pos();
                     let previous = reader.previous.attributes.get(attributes.len());
-                    let repeated = previous.and_then(|(known, value, member)| {
-                        Some((known, value, same_member_at(member, text, start)?))
-                    });
-                    let (name, value) = match repeated {
+                    let member = previous.map(|read| read.text.bytes(text));
+                    let (name, value, before_value) = match (previous, member) {
                         // The previous device's member at this position written again, name
                         // and value: taken as read, without scanning its name.
-                        Some((known, value, length)) => {
-                            cursor.set_pos(start + length);
-                            (known.clone(), value.clone())
+                        (Some(read), Some(member))
+                            if member.last() == Some(&b'}')
+                                && text.as_bytes()[start..].starts_with(member) =>
+                        {
+                            cursor.set_pos(start + member.len());
+                            (read.name.clone(), read.value.clone(), read.before_value)
+                        }
+                        // Its name written again (the bytes up to the value): the value read.
+                        (Some(read), Some(member))
+                            if text.as_bytes()[start..]
+                                .starts_with(&member[..read.before_value]) =>
+                        {
+                            let (name, before_value) = (read.name.clone(), read.before_value);
+                            cursor.set_pos(start + before_value);
+                            cursor.skip_whitespace();
+                            (name, reader.attribute(cursor, inner)?, before_value)
                         }
                         _ => {
                             let key = cursor.string()?;
                             cursor.skip_whitespace();
                             cursor.eat(b':')?;
                             cursor.skip_whitespace();
+                            let before_value = cursor.pos() - start;
                             let name = cursor.plain_str(key)?;
-                            match previous.filter(|(known, _, _)| **known == *name) {
-                                Some((known, _, _)) => {
-                                    let known = known.clone();
-                                    (known, reader.attribute(cursor, inner)?)
+                            match previous.filter(|read| *read.name == *name) {
+                                Some(read) => {
+                                    let name = read.name.clone();
+                                    (name, reader.attribute(cursor, inner)?, before_value)
                                 }
                                 None => {
                                     names_as_before = false;
                                     let value = reader.attribute(cursor, inner)?;
-                                    (reader.strings.get(name), value)
+                                    (reader.strings.get(name), value, before_value)
                                 }
                             }
                         }
                     };
-                    let member = TextOf::Range(start..cursor.pos());
-                    reader
-                        .previous
-                        .next
-                        .push((name.clone(), value.clone(), member));
+                    reader.previous.next.push(AttributeRead {
+                        name: name.clone(),
+                        value: value.clone(),
+                        text: TextOf::Range(start..cursor.pos()),
+                        before_value,
+                    });
                     attributes.push((name, value));
                     more = cursor.after_member(b'}')?;
                 }
