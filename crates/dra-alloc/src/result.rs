@@ -131,16 +131,16 @@ pub fn stable_uuid_of_parts(parts: &[&[u8]]) -> String {
     }
     let hi = (hi & 0xffff_ffff_ffff_0fff) | 0x0000_0000_0000_4000;
     let lo = (lo & 0x3fff_ffff_ffff_ffff) | 0x8000_0000_0000_0000;
-    // 8-4-4-4-12 hexadecimal digits: the high word's 16, then the low word's 16.
+    // 8-4-4-4-12 hexadecimal digits: the high word's 16, then the low word's 16, each word's
+    // from its most significant nibble.
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    const HI_AT: [usize; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17];
+    const LO_AT: [usize; 16] = [19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35];
     let mut text = [b'-'; 36];
-    let positions = (0..36).filter(|i| !matches!(i, 8 | 13 | 18 | 23));
-    let nibbles = (0..16)
-        .rev()
-        .map(|k| (hi >> (4 * k)) & 0xf)
-        .chain((0..16).rev().map(|k| (lo >> (4 * k)) & 0xf));
-    for (at, nibble) in positions.zip(nibbles) {
-        text[at] = DIGITS[nibble as usize];
+    for k in 0..16 {
+        let shift = 60 - 4 * k;
+        text[HI_AT[k]] = DIGITS[((hi >> shift) & 0xf) as usize];
+        text[LO_AT[k]] = DIGITS[((lo >> shift) & 0xf) as usize];
     }
     String::from_utf8_lossy(&text).into_owned()
 }
