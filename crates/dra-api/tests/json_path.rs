@@ -281,3 +281,68 @@ fn json_streams_allow_only_json_white_space_between_values() {
     let trailing_no_break = format!("{}\n\u{a0}\n", lines.join("\n"));
     assert_eq!(reported(&trailing_no_break), parse_error(last_line));
 }
+
+/// With `defer_slices`, a pod's or node's document is also taken to end with its line (the
+/// scan does not read its members after `kind`); its full reading confirms the end, and
+/// where it does not (a document going on past its line, two on one line, a line that ends
+/// inside another value) the stream is read the usual way. Every case alone and within a
+/// stream: the objects, positions and diagnostics of the usual load.
+#[test]
+fn pods_and_nodes_taken_to_their_line_end_load_as_usual() {
+    let pod = |name: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Pod","metadata":{{"name":"{name}","namespace":"default"}},"spec":{{"containers":[{{"name":"c","image":"i"}}]}}}}"#
+        )
+    };
+    let cases = [
+        pod("alone"),
+        format!("{} {}", pod("first"), pod("second")),
+        format!("{}\n{}", pod("one"), pod("two")),
+        // Going on past its line, where the line ends with two closing braces.
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"on","labels":{"a":"b"}}
+,"spec":{"containers":[{"name":"c"}]}}"#
+            .to_string(),
+        // Members after the spec, an uncommon shape, a type error, kind given twice.
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"after"},"spec":{},"status":{"phase":"Running"}}"#.to_string(),
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"typo"},"spec":{"nodeName":5}}"#.to_string(),
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"twice"},"kind":"Node","spec":{}}"#.to_string(),
+        r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"n","labels":{"zone":"a"}},"status":{"capacity":{"cpu":"8"}}}"#.to_string(),
+        // Not ending with two braces: scanned as before.
+        r#"{"apiVersion":"v1","kind":"Node","metadata":{"name":"m"},"spec":{"unschedulable":true}} "#.to_string(),
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"last"},"spec":{"priority":3}}"#.to_string(),
+    ];
+    let stream = example_json_lines().join("\n");
+    let cluster_text = |loaded: &dra_api::Loaded| {
+        let mut cluster = loaded.cluster.clone();
+        // Slices as objects, however they were kept.
+        let slices: Vec<_> = cluster
+            .slice_docs
+            .drain(..)
+            .map(|doc| match &*doc.object {
+                dra_api::SliceDoc::Json(json) => {
+                    serde_json::from_str::<ResourceSlice>(json.text()).expect("decodes")
+                }
+                dra_api::SliceDoc::Object(slice) => slice.clone(),
+            })
+            .chain(
+                cluster
+                    .resource_slices
+                    .drain(..)
+                    .map(|s| (*s.object).clone()),
+            )
+            .collect();
+        format!("{cluster:?}\n{slices:?}\n{:?}", loaded.diagnostics)
+    };
+    for case in &cases {
+        for text in [case.clone(), format!("{stream}\n{case}\n{stream}\n")] {
+            let usual = load_with("stream.json", &text, 1, false);
+            let deferred = load_with("stream.json", &text, 1, true);
+            assert!(
+                cluster_text(&usual) == cluster_text(&deferred),
+                "{text}\n{}\n{}",
+                cluster_text(&usual),
+                cluster_text(&deferred)
+            );
+        }
+    }
+}

@@ -47,6 +47,13 @@ impl Head<'_> {
         self.api_version.as_deref() == Some(info.api_version)
             && self.kind.as_deref() == Some(info.kind)
     }
+
+    /// Whether `apiVersion` and `kind` read so far name a Pod or a Node, the kinds whose
+    /// documents of the common shape are read straight from their text in full.
+    pub(crate) fn names_a_pod_or_node(&self) -> bool {
+        self.api_version.as_deref() == Some("v1")
+            && matches!(self.kind.as_deref(), Some("Pod" | "Node"))
+    }
 }
 
 impl<'de> Deserialize<'de> for Head<'de> {

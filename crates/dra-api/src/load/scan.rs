@@ -34,14 +34,17 @@ pub(crate) fn scan_object(text: &str, skip_values: bool) -> Option<(Head<'_>, us
     Some((head, cursor.pos()))
 }
 
-/// [`scan_object`] skipping values, except that a ResourceSlice's `spec` that runs to the
-/// end of its line is not read at all: the document is taken to end with the line, at its
-/// last closing brace (`true` in the answer then). A line of compact JSON is a whole
-/// document in every stream `kubectl` or `dra gen` writes, and skipping the spec's bytes was
-/// most of the loader's scan. The end is a guess that only the slice's full reading
-/// confirms (`dra_alloc::SliceInput::JsonToLineEnd`): a document that goes on past its
+/// [`scan_object`] skipping values, except that a ResourceSlice's `spec`, or a Pod's or
+/// Node's first member after its `apiVersion` and `kind`, that runs to the end of its line
+/// is not read at all: the document is taken to end with the line, at its last closing
+/// brace (`true` in the answer then). A line of compact JSON is a whole document in every
+/// stream `kubectl` or `dra gen` writes, and skipping the spec's bytes was most of the
+/// loader's scan. The end is a guess that only the document's full reading confirms. For a
+/// slice, that is `dra_alloc::SliceInput::JsonToLineEnd`: a document that goes on past its
 /// line, or one with members after `spec` (whose head the scan did not read), is answered
-/// as undecodable there, and the caller loads the input again without deferring slices.
+/// as undecodable there, and the caller loads the input again without deferring slices. A
+/// pod or node is read in full at once (the common-shape reader, else serde), and where its
+/// text is not one whole document the chunk is read the generic way.
 /// A cut that is not a document's end cannot make the rest of the stream read as
 /// documents either: what follows it closes a bracket it never opened.
 ///
@@ -98,8 +101,9 @@ fn closing_brace_at_line_end(text: &str, from: usize, breaks: &mut LineBreaks) -
 /// string `apiVersion` and `kind`, whether the last `items` is a list, and a ResourceSlice's
 /// `metadata` text when that key follows `apiVersion` and `kind`.
 ///
-/// With `cut_slices`, a ResourceSlice's `spec` may end the document at its line's end (see
-/// [`scan_object_to_line_end`]); `true` in the answer when it did.
+/// With `cut_slices`, a ResourceSlice's `spec`, or a Pod's or Node's member after `kind`, may
+/// end the document at its line's end (see [`scan_object_to_line_end`]); `true` in the
+/// answer when it did.
 fn top_object<'a>(
     cursor: &mut Cursor<'a>,
     skip_values: bool,
@@ -115,9 +119,14 @@ fn top_object<'a>(
         // control character in it: none of the keys below.
         let key = cursor.plain_str(key).unwrap_or_default();
         let start = cursor.pos();
+        let cuts_here = match key {
+            "apiVersion" | "kind" | "items" => false,
+            "spec" => head.names_a_slice() || head.names_a_pod_or_node(),
+            _ => head.names_a_pod_or_node(),
+        };
         let value = match key {
             "apiVersion" | "kind" | "items" => cursor.value(1)?,
-            "spec" if cut_slices.is_some() && head.names_a_slice() => {
+            _ if cuts_here && cut_slices.is_some() => {
                 let breaks = cut_slices.as_deref_mut()?;
                 match closing_brace_at_line_end(cursor.text(), start, breaks) {
                     // `members` reads the brace and ends the object there.
@@ -276,6 +285,18 @@ mod tests {
                 scan_object_to_line_end(&text, &mut LineBreaks::default()).expect("scanned");
             assert!(cut, "{text}");
             assert_eq!(end, slice.len());
+            assert_eq!(Some((head, end)), scan_object(&text, true), "{text}");
+        }
+        // A v1 pod or node is cut at its first member after `kind`.
+        for other in [
+            r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[]}}"#,
+            r#"{"kind":"Node","apiVersion":"v1","metadata":{"name":"n"},"status":{"capacity":{}}}"#,
+        ] {
+            let text = format!("{other}\n{next}");
+            let (head, end, cut) =
+                scan_object_to_line_end(&text, &mut LineBreaks::default()).expect("scanned");
+            assert!(cut, "{text}");
+            assert_eq!(end, other.len());
             assert_eq!(Some((head, end)), scan_object(&text, true), "{text}");
         }
         let pretty = "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceSlice\",\n\"spec\": {\n\"devices\": []\n}\n}";
