@@ -967,7 +967,7 @@ fn canonical(nanos: i128, format: Format) -> String {
                 6 => "Ei",
                 _ => "",
             };
-            format!("{sign}{mantissa}{suffix}")
+            signed_with_suffix(sign, mantissa, suffix)
         }
         Format::DecimalSI | Format::DecimalExponent => {
             let (mut mantissa, mut exponent) = if fraction == 0 {
@@ -1009,10 +1009,34 @@ fn canonical(nanos: i128, format: Format) -> String {
                     18 => "E",
                     _ => "",
                 };
-                format!("{sign}{mantissa}{suffix}")
+                signed_with_suffix(sign, mantissa, suffix)
             }
         }
     }
+}
+
+/// `{sign}{mantissa}{suffix}`, the digits written by hand: a printed quantity (every
+/// allocation's consumed capacity) went through `format!`'s machinery at several times the
+/// cost.
+fn signed_with_suffix(sign: &str, mantissa: u128, suffix: &str) -> String {
+    let mut digits = [0u8; 39];
+    let mut at = digits.len();
+    let mut rest = mantissa;
+    loop {
+        let (quotient, digit) = div_rem_small(rest, 10);
+        at -= 1;
+        digits[at] = b'0' + digit as u8;
+        rest = quotient;
+        if rest == 0 {
+            break;
+        }
+    }
+    let digits = std::str::from_utf8(&digits[at..]).unwrap_or_default();
+    let mut text = String::with_capacity(sign.len() + digits.len() + suffix.len());
+    text.push_str(sign);
+    text.push_str(digits);
+    text.push_str(suffix);
+    text
 }
 
 /// `n / divisor` and `n % divisor` by 32-bit limbs, each step a 64-bit division that the
