@@ -135,7 +135,9 @@ pub fn stable_uuid_of_parts(parts: &[&[u8]]) -> String {
     // from its most significant nibble.
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     const HI_AT: [usize; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14, 15, 16, 17];
-    const LO_AT: [usize; 16] = [19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35];
+    const LO_AT: [usize; 16] = [
+        19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35,
+    ];
     let mut text = [b'-'; 36];
     for k in 0..16 {
         let shift = 60 - 4 * k;
