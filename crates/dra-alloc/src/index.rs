@@ -276,6 +276,16 @@ impl DeviceEntry {
 
     /// The attribute with exactly this name.
     pub fn attribute(&self, name: &str) -> Option<&AttrValue> {
+        // A device has a dozen attributes or so, mostly of different lengths: a scan that
+        // compares lengths first reads fewer bytes than a binary search's string orderings
+        // (the constraints of every search step look attributes up).
+        if self.attributes.len() <= ATTRIBUTES_SCANNED {
+            return self
+                .attributes
+                .iter()
+                .find(|(k, _)| k.len() == name.len() && **k == *name)
+                .map(|(_, value)| value);
+        }
         self.attributes
             .binary_search_by(|(k, _)| (**k).cmp(name))
             .ok()
@@ -290,6 +300,9 @@ impl DeviceEntry {
             .map(|i| &self.capacity[i].1)
     }
 }
+
+/// Up to this many attributes, [`DeviceEntry::attribute`] scans them instead of searching.
+const ATTRIBUTES_SCANNED: usize = 24;
 
 /// How a slice selects nodes.
 #[derive(Debug, Clone)]
@@ -1343,6 +1356,48 @@ mod tests {
                 );
             }
             assert_eq!(index.device_key(driver, &pool, "d"), None);
+        }
+    }
+
+    /// Devices of few attributes (scanned) and of many (searched): every attribute is found
+    /// by its name, a fully qualified name of the driver's domain finds the short one, and
+    /// names that are a prefix, an extension or of another domain find nothing.
+    #[test]
+    fn attributes_are_found_by_name_on_either_side_of_the_scan() {
+        for count in [1, 5, ATTRIBUTES_SCANNED, ATTRIBUTES_SCANNED + 1, 40] {
+            let names: Vec<String> = (0..count).map(|i| format!("a{}", i * 7 % 41)).collect();
+            let attributes: Vec<String> = names
+                .iter()
+                .enumerate()
+                .map(|(i, name)| format!(r#""{name}":{{"int":{i}}}"#))
+                .collect();
+            let slice = format!(
+                r#"{{"metadata":{{"name":"s"}},"spec":{{"driver":"x.example.com",
+                "nodeName":"n","pool":{{"name":"p","resourceSliceCount":1}},
+                "devices":[{{"name":"d","attributes":{{{}}}}}]}}}}"#,
+                attributes.join(",")
+            );
+            let input = IndexInput {
+                nodes: Vec::new(),
+                slices: vec![SliceInput::Json(&slice)],
+                classes: Vec::new(),
+                taint_rules: Vec::new(),
+            };
+            let index = Index::build(&input, &IndexOptions::default()).expect("an index");
+            let entry = index.device(DeviceIdx(0));
+            assert_eq!(entry.attributes.len(), count);
+            for (i, name) in names.iter().enumerate() {
+                let expected = AttrValue::Int(i as i64);
+                assert_eq!(entry.attribute(name), Some(&expected), "{count}: {name}");
+                let qualified = format!("x.example.com/{name}");
+                assert_eq!(
+                    entry.lookup_attribute("x.example.com", &qualified),
+                    Some(&expected)
+                );
+                assert_eq!(entry.lookup_attribute("y.example.com", &qualified), None);
+                assert_eq!(entry.attribute(&format!("{name}x")), None);
+                assert_eq!(entry.attribute(&name[..1]), None);
+            }
         }
     }
 }
