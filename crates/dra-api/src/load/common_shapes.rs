@@ -23,6 +23,10 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+/// The (`apiVersion`, `kind`) of the objects this module reads: [`read_pod`]'s and
+/// [`read_node`]'s.
+pub(crate) const READ_IN_FULL: [(&str, &str); 2] = [("v1", "Pod"), ("v1", "Node")];
+
 /// The pod the JSON object `text` holds, as serde decodes it, when it is of the shape this
 /// module reads (see the module overview); `None` otherwise.
 pub(crate) fn read_pod(text: &str) -> Option<Box<Pod>> {

@@ -48,11 +48,15 @@ impl Head<'_> {
             && self.kind.as_deref() == Some(info.kind)
     }
 
-    /// Whether `apiVersion` and `kind` read so far name a Pod or a Node, the kinds whose
-    /// documents of the common shape are read straight from their text in full.
-    pub(crate) fn names_a_pod_or_node(&self) -> bool {
-        self.api_version.as_deref() == Some("v1")
-            && matches!(self.kind.as_deref(), Some("Pod" | "Node"))
+    /// Whether `apiVersion` and `kind` read so far name a kind whose documents of the
+    /// common shape are read straight from their text in full
+    /// ([`common_shapes::READ_IN_FULL`](super::common_shapes::READ_IN_FULL)).
+    pub(crate) fn names_read_in_full(&self) -> bool {
+        let (Some(api_version), Some(kind)) = (self.api_version.as_deref(), self.kind.as_deref())
+        else {
+            return false;
+        };
+        super::common_shapes::READ_IN_FULL.contains(&(api_version, kind))
     }
 }
 

@@ -101,13 +101,13 @@ fn closing_brace_at_line_end(text: &str, from: usize, breaks: &mut LineBreaks) -
 /// string `apiVersion` and `kind`, whether the last `items` is a list, and a ResourceSlice's
 /// `metadata` text when that key follows `apiVersion` and `kind`.
 ///
-/// With `cut_slices`, a ResourceSlice's `spec`, or a Pod's or Node's member after `kind`, may
+/// With `cut_at_line_end`, a ResourceSlice's `spec`, or a Pod's or Node's member after `kind`, may
 /// end the document at its line's end (see [`scan_object_to_line_end`]); `true` in the
 /// answer when it did.
 fn top_object<'a>(
     cursor: &mut Cursor<'a>,
     skip_values: bool,
-    mut cut_slices: Option<&mut LineBreaks>,
+    mut cut_at_line_end: Option<&mut LineBreaks>,
 ) -> Option<(Head<'a>, bool)> {
     let mut head = Head {
         is_object: true,
@@ -119,15 +119,12 @@ fn top_object<'a>(
         // control character in it: none of the keys below.
         let key = cursor.plain_str(key).unwrap_or_default();
         let start = cursor.pos();
-        let cuts_here = match key {
-            "apiVersion" | "kind" | "items" => false,
-            "spec" => head.names_a_slice() || head.names_a_pod_or_node(),
-            _ => head.names_a_pod_or_node(),
-        };
         let value = match key {
             "apiVersion" | "kind" | "items" => cursor.value(1)?,
-            _ if cuts_here && cut_slices.is_some() => {
-                let breaks = cut_slices.as_deref_mut()?;
+            _ if cut_at_line_end.is_some()
+                && ((key == "spec" && head.names_a_slice()) || head.names_read_in_full()) =>
+            {
+                let breaks = cut_at_line_end.as_deref_mut()?;
                 match closing_brace_at_line_end(cursor.text(), start, breaks) {
                     // `members` reads the brace and ends the object there.
                     Some(brace) => {
