@@ -111,6 +111,13 @@ pub(crate) fn namespace_of(meta: &ObjectMeta) -> &str {
     meta.namespace.as_deref().unwrap_or("default")
 }
 
+/// The name of the claim made from a template for the pod's claim `pod_claim_name`:
+/// `<pod name>-<pod claim name>` (the real controller appends a random suffix; a simulation
+/// must be reproducible).
+fn generated_claim_name(pod_name: &str, pod_claim_name: &str) -> String {
+    [pod_name, "-", pod_claim_name].concat()
+}
+
 /// An object's (namespace, name) key, as the stores hold it.
 pub(crate) fn key_of(meta: &ObjectMeta) -> (String, String) {
     (
@@ -228,7 +235,7 @@ impl ClaimStore {
                 }
                 claim_name.clone()
             } else if let Some(template_name) = &entry.resource_claim_template_name {
-                let generated = [pod_name, "-", &entry.name].concat();
+                let generated = generated_claim_name(pod_name, &entry.name);
                 let key = (namespace.to_string(), generated.clone());
                 if !self.claims.contains(&key.0, &key.1)
                     && self
@@ -345,7 +352,7 @@ impl ClaimStore {
                     Some(status) if status.resource_claim_name.is_none() => continue,
                     Some(status) => (status.resource_claim_name.clone().unwrap_or_default(), true),
                     None => {
-                        let generated = [pod_name, "-", &entry.name].concat();
+                        let generated = generated_claim_name(pod_name, &entry.name);
                         if !self.claims.contains(namespace, &generated) {
                             if templates == TemplateClaims::ExistingOnly {
                                 continue;
