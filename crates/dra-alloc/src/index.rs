@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use dra_types::{Quantity, QuantityError};
+use dra_types::{Quantity, QuantityError, bytes};
 use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{
     DeviceAttribute, DeviceCapacity, DeviceClass, DeviceClassConfiguration, DeviceTaint,
@@ -283,7 +283,7 @@ impl DeviceEntry {
             return self
                 .attributes
                 .iter()
-                .find(|(k, _)| k.len() == name.len() && **k == *name)
+                .find(|(k, _)| bytes::equal(k.as_bytes(), name.as_bytes()))
                 .map(|(_, value)| value);
         }
         self.attributes

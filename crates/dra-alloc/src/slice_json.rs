@@ -27,8 +27,8 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use dra_types::Quantity;
 use dra_types::json_subset::{Cursor, Seen, Token};
+use dra_types::{Quantity, bytes};
 use k8s_openapi::Resource;
 use k8s_openapi::api::core::v1::NodeSelector;
 use k8s_openapi::api::resource::v1::{
@@ -274,7 +274,7 @@ type Capacities = Vec<(Arc<str>, Capacity)>;
 /// Whether the object `of` is written again in `text` at `at`; its length if so.
 fn same_object_at(of: &TextOf, text: &str, at: usize) -> Option<usize> {
     let object = of.bytes(text);
-    (object.first() == Some(&b'{') && text.as_bytes()[at..].starts_with(object))
+    (object.first() == Some(&b'{') && bytes::starts_with(&text.as_bytes()[at..], object))
         .then_some(object.len())
 }
 
@@ -546,15 +546,17 @@ impl SliceReader<'_> {
                         // and value: taken as read, without scanning its name.
                         (Some(read), Some(member))
                             if member.last() == Some(&b'}')
-                                && text.as_bytes()[start..].starts_with(member) =>
+                                && bytes::starts_with(&text.as_bytes()[start..], member) =>
                         {
                             cursor.set_pos(start + member.len());
                             (read.name.clone(), read.value.clone(), read.before_value)
                         }
                         // Its name written again (the bytes up to the value): the value read.
                         (Some(read), Some(member))
-                            if text.as_bytes()[start..]
-                                .starts_with(&member[..read.before_value]) =>
+                            if bytes::starts_with(
+                                &text.as_bytes()[start..],
+                                &member[..read.before_value],
+                            ) =>
                         {
                             let (name, before_value) = (read.name.clone(), read.before_value);
                             cursor.set_pos(start + before_value);
@@ -568,7 +570,9 @@ impl SliceReader<'_> {
                             cursor.skip_whitespace();
                             let before_value = cursor.pos() - start;
                             let name = cursor.plain_str(key)?;
-                            match previous.filter(|read| *read.name == *name) {
+                            match previous
+                                .filter(|read| bytes::equal(read.name.as_bytes(), name.as_bytes()))
+                            {
                                 Some(read) => {
                                     let name = read.name.clone();
                                     (name, reader.attribute(cursor, inner)?, before_value)

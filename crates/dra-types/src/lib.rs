@@ -7,6 +7,8 @@
 //!   and orders it (build metadata carries no precedence).
 //! * [`parallel::map_in_order`]: a parallel map whose result does not depend on thread timing,
 //!   shared by the loader and the simulation.
+//! * [`bytes::equal`], [`bytes::starts_with`]: byte-string equality compared in the caller,
+//!   eight bytes at a time, for the index's names and repeated device text.
 //! * [`lists::reserve_first`]: room for exactly one element in lists that mostly hold one.
 //! * [`json_subset::Cursor`]: a byte-level reader of a subset of JSON on which it agrees
 //!   with serde_json, shared by the loader's first look at a document and the index's
@@ -34,6 +36,7 @@
 //! assert_eq!(Semver::parse_tolerant("v1.2").unwrap().to_string(), "1.2.0");
 //! ```
 
+pub mod bytes;
 pub mod json_subset;
 pub mod lists;
 pub mod parallel;
