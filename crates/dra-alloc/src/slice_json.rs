@@ -241,14 +241,24 @@ impl PreviousDevice {
     }
 }
 
-/// An attribute as read: its name, its value, the text of the whole member (the name, the
+/// An attribute as read: its name and value, the text of the whole member (the name, the
 /// colon and the value) and how many of its bytes come before the value.
 #[derive(Debug, Clone)]
 struct AttributeRead {
-    name: Arc<str>,
-    value: AttrValue,
+    /// The name and value, until the next device takes them over; `None` after that (or
+    /// when a device gave up midway and took the wire type's way, for the positions it
+    /// reached), which the device after it reads as an attribute unlike its own.
+    kept: Option<(Arc<str>, AttrValue)>,
     text: TextOf,
     before_value: usize,
+}
+
+/// How an attribute's text relates to the previous device's at the same position.
+enum Repeated {
+    /// The whole member written again, of this length.
+    Member(usize),
+    /// The name written again, this many bytes before the value.
+    Name(usize),
 }
 
 /// Where a text the reader compares with is: a range of the slice being read, or a copy
@@ -539,55 +549,67 @@ impl SliceReader<'_> {
                 let mut more = !cursor.open(inner, b'{', b'}')?;
                 while more {
                     let start = cursor.pos();
-                    let previous = reader.previous.attributes.get(attributes.len());
-                    let member = previous.map(|read| read.text.bytes(text));
-                    let (name, value, before_value) = match (previous, member) {
+                    let position = attributes.len();
+                    let repeated = reader.previous.attributes.get(position).and_then(|read| {
+                        read.kept.as_ref()?;
+                        let member = read.text.bytes(text);
+                        let rest = &text.as_bytes()[start..];
+                        if member.last() == Some(&b'}') && bytes::starts_with(rest, member) {
+                            Some(Repeated::Member(member.len()))
+                        } else if bytes::starts_with(rest, &member[..read.before_value]) {
+                            Some(Repeated::Name(read.before_value))
+                        } else {
+                            None
+                        }
+                    });
+                    // The name and value of this device's attribute, and the same kept for
+                    // the next device: the previous device's are taken over (moved) where
+                    // they repeat, so that each costs one reference count more, not three.
+                    let (kept, before_value) = match repeated {
                         // The previous device's member at this position written again, name
                         // and value: taken as read, without scanning its name.
-                        (Some(read), Some(member))
-                            if member.last() == Some(&b'}')
-                                && bytes::starts_with(&text.as_bytes()[start..], member) =>
-                        {
-                            cursor.set_pos(start + member.len());
-                            (read.name.clone(), read.value.clone(), read.before_value)
+                        Some(Repeated::Member(length)) => {
+                            let read = &mut reader.previous.attributes[position];
+                            cursor.set_pos(start + length);
+                            (read.kept.take()?, read.before_value)
                         }
                         // Its name written again (the bytes up to the value): the value read.
-                        (Some(read), Some(member))
-                            if bytes::starts_with(
-                                &text.as_bytes()[start..],
-                                &member[..read.before_value],
-                            ) =>
-                        {
-                            let (name, before_value) = (read.name.clone(), read.before_value);
+                        Some(Repeated::Name(before_value)) => {
+                            let (name, _) = reader.previous.attributes[position].kept.take()?;
                             cursor.set_pos(start + before_value);
                             cursor.skip_whitespace();
-                            (name, reader.attribute(cursor, inner)?, before_value)
+                            ((name, reader.attribute(cursor, inner)?), before_value)
                         }
-                        _ => {
+                        None => {
                             let key = cursor.string()?;
                             cursor.skip_whitespace();
                             cursor.eat(b':')?;
                             cursor.skip_whitespace();
                             let before_value = cursor.pos() - start;
                             let name = cursor.plain_str(key)?;
-                            match previous
-                                .filter(|read| bytes::equal(read.name.as_bytes(), name.as_bytes()))
-                            {
-                                Some(read) => {
-                                    let name = read.name.clone();
-                                    (name, reader.attribute(cursor, inner)?, before_value)
-                                }
+                            let same_name =
+                                reader
+                                    .previous
+                                    .attributes
+                                    .get_mut(position)
+                                    .and_then(|read| {
+                                        read.kept.take_if(|(kept, _)| {
+                                            bytes::equal(kept.as_bytes(), name.as_bytes())
+                                        })
+                                    });
+                            let name = match same_name {
+                                Some((name, _)) => name,
                                 None => {
                                     names_as_before = false;
-                                    let value = reader.attribute(cursor, inner)?;
-                                    (reader.strings.get(name), value, before_value)
+                                    reader.strings.get(name)
                                 }
-                            }
+                            };
+                            ((name, reader.attribute(cursor, inner)?), before_value)
                         }
                     };
+                    let (name, value) = (kept.0.clone(), kept.1.clone());
                     reader.previous.next.push(AttributeRead {
-                        name: name.clone(),
-                        value: value.clone(),
+                        kept: Some(kept),
                         text: TextOf::Range(start..cursor.pos()),
                         before_value,
                     });
@@ -1252,7 +1274,8 @@ mod tests {
     /// device's text in part: the same value under another name, a value that the previous
     /// one's text is a prefix of, the same entries in another order or with white space, the
     /// same names out of order with other values, a name given twice, a value of more than
-    /// one member. Each pair, and the first again after it: the same answer as the wire type.
+    /// one member, a list value after a repeated member. Each pair, and the first again after
+    /// it: the same answer as the wire type.
     #[test]
     fn repeated_device_text_indexes_like_the_wire_type() {
         let rules: Vec<&DeviceTaintRule> = Vec::new();
@@ -1270,6 +1293,9 @@ mod tests {
             r#"{"a":{ "version" : "1.0.0" }}"#,
             r#"{"a":{"int":1,"string":"x"}}"#,
             r#"{"a":{"string":"x","string":"y"}}"#,
+            // A list value sends the attributes the wire type's way after the first member
+            // was taken over from the previous device's.
+            r#"{"a":{"int":1},"b":{"bools":[true]}}"#,
         ];
         let capacities = [
             r#"{"memory":{"value":"8Gi"}}"#,
