@@ -73,10 +73,22 @@ fn outcome(text: &str, threads: usize) -> String {
     format!("{:#?}\n{:#?}", loaded.cluster, loaded.diagnostics)
 }
 
+/// How much JSON a stream needs for the loader to decode it on three threads (it takes a
+/// thread per MiB).
+const JSON_FOR_THREE_THREADS: usize = 3 << 20;
+
+/// How many repeats of a text of `len` bytes pass [`JSON_FOR_THREE_THREADS`].
+fn repeats_for_three_threads(len: usize) -> usize {
+    JSON_FOR_THREE_THREADS / len + 1
+}
+
 /// Loads `text` (large enough to be cut) on one thread and on each of `threads`, asserts that
 /// every load gives the same outcome, and returns it.
 fn outcome_alike_on_threads(text: &str, threads: &[usize]) -> String {
-    assert!(text.len() > 3 * (128 << 10), "large enough to be cut");
+    assert!(
+        text.len() > JSON_FOR_THREE_THREADS,
+        "large enough to be cut"
+    );
     let one = outcome(text, 1);
     for &n in threads {
         assert!(outcome(text, n) == one, "{n} threads differ");
@@ -90,13 +102,14 @@ fn outcome_alike_on_threads(text: &str, threads: &[usize]) -> String {
 fn json_streams_decode_alike_on_any_number_of_threads() {
     let lines = example_json_lines();
     let mut text = String::new();
+    let rounds = repeats_for_three_threads(lines.iter().map(|line| line.len() + 1).sum());
     // Repeats make duplicates, whose diagnostics name the first definition's line.
-    for round in 0..60 {
+    for round in 0..rounds {
         for line in &lines {
             text.push_str(line);
             text.push('\n');
         }
-        if round == 45 {
+        if round == rounds * 3 / 4 {
             // A type error and an unknown kind late in the stream, in a later piece.
             text.push_str(r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"typo","namespace":"default"},"spec":{"containers":[{"name":"c","image":"i"}],"nodeName":5}}"#);
             text.push('\n');
@@ -119,17 +132,16 @@ fn json_streams_decode_alike_on_any_number_of_threads() {
 #[test]
 fn json_streams_cut_inside_a_value_decode_as_a_whole() {
     let lines = example_json_lines();
-    let mut text = String::new();
-    for _ in 0..40 {
-        for line in &lines {
-            let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
-            // Pretty, then every nested mapping moved to the start of its line.
-            let pretty = serde_json::to_string_pretty(&value).expect("serialises");
-            let unindented: Vec<&str> = pretty.lines().map(str::trim_start).collect();
-            text.push_str(&unindented.join("\n").replace(": {", ":\n{"));
-            text.push('\n');
-        }
+    let mut round = String::new();
+    for line in &lines {
+        let value: serde_json::Value = serde_json::from_str(line).expect("JSON");
+        // Pretty, then every nested mapping moved to the start of its line.
+        let pretty = serde_json::to_string_pretty(&value).expect("serialises");
+        let unindented: Vec<&str> = pretty.lines().map(str::trim_start).collect();
+        round.push_str(&unindented.join("\n").replace(": {", ":\n{"));
+        round.push('\n');
     }
+    let text = round.repeat(repeats_for_three_threads(round.len()));
     outcome_alike_on_threads(&text, &[2, 5]);
 }
 
@@ -179,15 +191,12 @@ fn decoded_slice_docs(
 /// (objects, positions, duplicates, diagnostics) is what the usual load gives.
 #[test]
 fn deferred_slices_keep_what_the_usual_load_gives() {
-    let stream = example_json_lines().join("\n") + "\n";
-    let mut text = String::new();
+    let mut round = example_json_lines().join("\n") + "\n";
+    // A slice whose metadata does not decode takes the usual route and its diagnostic.
+    round.push_str(r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":7},"spec":{}}"#);
+    round.push('\n');
     // Repeats make duplicate slices, reported alike; enough to be cut in pieces.
-    for _ in 0..40 {
-        text.push_str(&stream);
-        // A slice whose metadata does not decode takes the usual route and its diagnostic.
-        text.push_str(r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":7},"spec":{}}"#);
-        text.push('\n');
-    }
+    let text = round.repeat(repeats_for_three_threads(round.len()));
     for threads in [1, 2, 3] {
         let usual = load_with("stream.json", &text, threads, false);
         let deferred = load_with("stream.json", &text, threads, true);

@@ -423,8 +423,12 @@ fn line_u32(line: usize) -> u32 {
 }
 
 /// Below this much JSON per thread, a thread costs more to start and to set up its memory
-/// than it saves (the decode runs at roughly 100 MB/s per core).
-const JSON_THREAD_MIN_BYTES: usize = 128 << 10;
+/// than it saves: a second thread takes a fresh 2 MiB huge page for its heap, which the
+/// kernel zeroes, and wakes a second core. With 128 KiB, gpu-nic's 0.59 MB and
+/// gpu-selector's 0.92 MB were read on two threads, and their whole runs took 0.2-0.4 ms
+/// longer than on one (with one huge page more); scheduler-perf's 3.2 MB still gains 4 ms
+/// from the second (BENCHMARKS.md, "Fewer cpuid traps, one thread for small inputs").
+const JSON_THREAD_MIN_BYTES: usize = 1 << 20;
 
 /// Pieces per thread an input is cut into. The threads take the next piece as they finish
 /// one, so that the work evens out: a byte of pods costs the loader several times a byte of
