@@ -108,9 +108,19 @@ pub(crate) struct Interner {
     quantities: ParsedQuantities,
     versions: WordHashMap<Box<str>, bool>,
     first_devices: VecDeque<crate::slice_json::PreviousDevice>,
+    /// The empty capacity list, made on first use.
+    no_capacity: Option<Capacities>,
 }
 
 impl Interner {
+    /// The empty capacity list of the run (made once: an `Arc`'s counts take an allocation
+    /// even for an empty list).
+    pub(crate) fn no_capacity(&mut self) -> Capacities {
+        self.no_capacity
+            .get_or_insert_with(|| Arc::from(Vec::new()))
+            .clone()
+    }
+
     /// For the next slice: the first device of the slice two before it, when there is one.
     pub(crate) fn carried_first_device(&mut self) -> crate::slice_json::PreviousDevice {
         if self.first_devices.len() == 2 {
@@ -205,8 +215,9 @@ pub struct DeviceEntry {
     pub name: Arc<str>,
     /// Attributes by qualified name as written in the slice, sorted by name.
     pub attributes: Vec<(Arc<str>, AttrValue)>,
-    /// Capacities by name, sorted by name.
-    pub capacity: Vec<(Arc<str>, Capacity)>,
+    /// Capacities by name, sorted by name; shared between devices read from the same text
+    /// (the GPUs of a node, the NICs of a fleet), and one empty list per run of slices.
+    pub capacity: Capacities,
     pub consumes_counters: Vec<CounterConsumption>,
     /// Taints of the slice followed by taints from matching DeviceTaintRules.
     pub taints: Vec<DeviceTaint>,
@@ -300,6 +311,9 @@ impl DeviceEntry {
             .map(|i| &self.capacity[i].1)
     }
 }
+
+/// A device's capacities by name, sorted by name.
+pub type Capacities = Arc<[(Arc<str>, Capacity)]>;
 
 /// Up to this many attributes, [`DeviceEntry::attribute`] scans them instead of searching.
 const ATTRIBUTES_SCANNED: usize = 24;
@@ -693,7 +707,7 @@ pub(crate) fn wire_device_entry(
         .collect();
     let capacity = match &device.capacity {
         Some(capacity) => capacities(slice_name, d, capacity, strings)?,
-        None => Vec::new(),
+        None => strings.no_capacity(),
     };
     device_entry(slice_name, d, device, attributes, capacity, strings)
 }
@@ -704,8 +718,10 @@ pub(crate) fn capacities(
     d: usize,
     device_capacity: &BTreeMap<String, DeviceCapacity>,
     strings: &mut Interner,
-) -> Result<Vec<(Arc<str>, Capacity)>, IndexError> {
-    // Sized exactly: growth slack of every device adds up to fresh pages to touch.
+) -> Result<Capacities, IndexError> {
+    if device_capacity.is_empty() {
+        return Ok(strings.no_capacity());
+    }
     let mut capacity = Vec::with_capacity(device_capacity.len());
     for (name, cap) in device_capacity {
         let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
@@ -776,7 +792,7 @@ pub(crate) fn capacities(
         };
         capacity.push((strings.get(name), Capacity { value, policy }));
     }
-    Ok(capacity)
+    Ok(capacity.into())
 }
 
 /// The entry of device number `d` of slice `slice_name`, with its attributes (sorted by
@@ -788,7 +804,7 @@ pub(crate) fn device_entry(
     d: usize,
     device: &k8s_openapi::api::resource::v1::Device,
     attributes: Vec<(Arc<str>, AttrValue)>,
-    capacity: Vec<(Arc<str>, Capacity)>,
+    capacity: Capacities,
     strings: &mut Interner,
 ) -> Result<DeviceEntry, IndexError> {
     let mut consumes_counters = Vec::new();

@@ -562,7 +562,7 @@ impl<'a> Search<'a> {
         }
         let committed = self.state.aggregated_capacity(entry.key);
         let allocating = self.allocating_capacity.get(&entry.key);
-        for (name, capacity) in &entry.capacity {
+        for (name, capacity) in entry.capacity.iter() {
             let requested = requests.and_then(|r| r.get(&**name));
             let consumed = consumed_capacity(requested, capacity);
             if violates_policy(&consumed, capacity.policy.as_ref()) {
@@ -1130,7 +1130,7 @@ impl<'a> Search<'a> {
         {
             let device = self.index.device(pick.device);
             let requests = data.spec.capacity.as_ref().ok().and_then(|c| c.as_ref());
-            for (name, cap) in &device.capacity {
+            for (name, cap) in device.capacity.iter() {
                 let consumed = consumed_capacity(requests.and_then(|r| r.get(&**name)), cap);
                 if let Some(total) = totals.get_mut(&**name) {
                     *total = quantity::sub(total, &consumed);

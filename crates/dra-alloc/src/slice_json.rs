@@ -39,9 +39,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::de::DeserializeOwned;
 
 use crate::index::{
-    AttrValue, Capacity, DeviceEntry, IndexError, IndexErrorKind, Interner, PreparedSlice,
-    RequestPolicy, ValidRange, add_rule_taints, capacities, device_entry, prepare_slice,
-    slice_entry, wire_device_entry,
+    AttrValue, Capacities, Capacity, DeviceEntry, IndexError, IndexErrorKind, Interner,
+    PreparedSlice, RequestPolicy, ValidRange, add_rule_taints, capacities, device_entry,
+    prepare_slice, slice_entry, wire_device_entry,
 };
 
 /// [`prepare_slice`] of the slice `text` holds: straight from the text when the reader
@@ -278,9 +278,6 @@ impl TextOf {
     }
 }
 
-/// A device's capacities, in name order.
-type Capacities = Vec<(Arc<str>, Capacity)>;
-
 /// Whether the object `of` is written again in `text` at `at`; its length if so.
 fn same_object_at(of: &TextOf, text: &str, at: usize) -> Option<usize> {
     let object = of.bytes(text);
@@ -457,7 +454,7 @@ impl SliceReader<'_> {
     ) -> Option<DeviceEntry> {
         let mut device = Device::default();
         let mut attributes = Vec::new();
-        let mut capacity = Vec::new();
+        let mut capacity = self.strings.no_capacity();
         let mut seen = Seen::default();
         let inner = depth + 1;
         cursor.members(inner, |cursor, key| {
@@ -772,7 +769,7 @@ impl SliceReader<'_> {
         cursor: &mut Cursor<'_>,
         depth: usize,
         index: usize,
-    ) -> Option<Vec<(Arc<str>, Capacity)>> {
+    ) -> Option<Capacities> {
         let inner = depth + 1;
         self.or_wire(
             cursor,
@@ -785,8 +782,6 @@ impl SliceReader<'_> {
                     cursor.set_pos(start + length);
                     return Some(capacity.clone());
                 }
-                // Room for one, what devices mostly have: the list is kept as it is, and
-                // growth slack of every device adds up to fresh pages to touch.
                 let mut capacity: Vec<(Arc<str>, Capacity)> = Vec::with_capacity(1);
                 cursor.members(inner, |cursor, key| {
                     let name = cursor.plain_str(key)?;
@@ -798,8 +793,11 @@ impl SliceReader<'_> {
                     capacity.push((reader.strings.get(name), value));
                     Some(())
                 })?;
-                // Does nothing for a device of one capacity.
-                capacity.shrink_to_fit();
+                let capacity: Capacities = if capacity.is_empty() {
+                    reader.strings.no_capacity()
+                } else {
+                    capacity.into()
+                };
                 reader.previous.capacity =
                     Some((TextOf::Range(start..cursor.pos()), capacity.clone()));
                 Some(capacity)
