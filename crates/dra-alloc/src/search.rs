@@ -154,11 +154,13 @@ impl ConstraintState {
         }
     }
 
-    fn add(
+    /// Adds a device whose attribute values `value` gives; the value is copied only where
+    /// the constraint keeps it (a copy of a string shares it: an atomic count, twice).
+    fn add<'v>(
         &mut self,
         base: &str,
         sub: Option<&str>,
-        value: impl Fn(&str) -> Option<AttrValue>,
+        value: impl Fn(&str) -> Option<&'v AttrValue>,
     ) -> bool {
         match self {
             ConstraintState::Match {
@@ -174,13 +176,13 @@ impl ConstraintState {
                     return false;
                 };
                 if *count == 0 {
-                    *stored = Some(v);
+                    *stored = Some(v.clone());
                     *count = 1;
                     return true;
                 }
                 let equal = match stored.as_ref() {
                     None => false,
-                    Some(s) => same_kind_equal(&v, s) == Some(true),
+                    Some(s) => same_kind_equal(v, s) == Some(true),
                 };
                 if !equal {
                     return false;
@@ -201,19 +203,19 @@ impl ConstraintState {
                     return false;
                 };
                 if *count == 0 {
-                    values.insert(base.to_string(), v);
+                    values.insert(base.to_string(), v.clone());
                     *count = 1;
                     return true;
                 }
                 for stored in values.values() {
-                    match same_kind_equal(&v, stored) {
+                    match same_kind_equal(v, stored) {
                         // Unknown value type of the new device: no match.
                         None => return false,
                         Some(true) => return false,
                         Some(false) => {}
                     }
                 }
-                values.insert(base.to_string(), v);
+                values.insert(base.to_string(), v.clone());
                 *count += 1;
                 true
             }
@@ -1019,7 +1021,7 @@ impl<'a> Search<'a> {
             return Ok(false);
         }
         let driver = index.slice(entry.slice).driver.as_str();
-        let lookup = |attribute: &str| entry.lookup_attribute(driver, attribute).cloned();
+        let lookup = |attribute: &str| entry.lookup_attribute(driver, attribute);
         let num_constraints = self.constraints[claim].len();
         for i in 0..num_constraints {
             if self.constraints[claim][i].add(base, sub_name, lookup) {
