@@ -454,7 +454,9 @@ impl SliceReader<'_> {
     ) -> Option<DeviceEntry> {
         let mut device = Device::default();
         let mut attributes = Vec::new();
-        let mut capacity = self.strings.no_capacity();
+        // `None` until the device gives one: the shared empty list is taken only when it
+        // gives none (a copy of it is an atomic count, for every device).
+        let mut capacity = None;
         let mut seen = Seen::default();
         let inner = depth + 1;
         cursor.members(inner, |cursor, key| {
@@ -488,7 +490,7 @@ impl SliceReader<'_> {
                 "capacity" => {
                     seen.first(6)?;
                     if !null(cursor, inner)? {
-                        capacity = self.capacity(cursor, inner, index)?;
+                        capacity = Some(self.capacity(cursor, inner, index)?);
                     }
                 }
                 "consumesCounters" => {
@@ -524,6 +526,7 @@ impl SliceReader<'_> {
         // The slice's name is not known yet (it may come last); an error here sends the
         // device the wire type's way, and from there the slice, which reports it with the
         // name.
+        let capacity = capacity.unwrap_or_else(|| self.strings.no_capacity());
         device_entry("", index, &device, attributes, capacity, self.strings).ok()
     }
 

@@ -116,9 +116,9 @@ fn closing_brace_at_line_end(text: &str, from: usize, breaks: &mut LineBreaks) -
 /// string `apiVersion` and `kind`, whether the last `items` is a list, and a ResourceSlice's
 /// `metadata` text when that key follows `apiVersion` and `kind`.
 ///
-/// With `cut_at_line_end`, a ResourceSlice's `spec`, or a Pod's or Node's member after `kind`, may
-/// end the document at its line's end (see [`scan_object_to_line_end`]); `true` in the
-/// answer when it did.
+/// With `cut_at_line_end`, a ResourceSlice's `spec`, or a Pod's or Node's member after
+/// `kind`, may end the document at its line's end (see [`scan_object_to_line_end`]); `true`
+/// in the answer when it did.
 fn top_object<'a>(
     cursor: &mut Cursor<'a>,
     skip_values: bool,
