@@ -27,6 +27,7 @@ fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -
             .expect("runs");
     assert!(streamed.results.is_empty(), "{name}: outcomes kept");
     assert_eq!(streamed.skipped_calls, fast.skipped_calls, "{name}");
+    check_recorded_allocations(name, &fast, &streamed, &handed, failures);
     let streamed = text(&Report {
         results: handed,
         ..streamed
@@ -38,6 +39,48 @@ fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -
         ));
     }
     fast.skipped_calls
+}
+
+/// What each report's claim store keeps of the allocations the loop made: a copy of the
+/// whole allocation when the outcomes are kept, the node selector alone when they were handed
+/// over (the outcome holds the devices).
+fn check_recorded_allocations(
+    name: &str,
+    kept: &Report,
+    streamed: &Report,
+    handed: &[dra_sim::PodOutcome],
+    failures: &mut Vec<String>,
+) {
+    for (outcome, handed) in kept.results.iter().zip(handed) {
+        let namespace = outcome.pod.split('/').next().unwrap_or_default();
+        for ((claim, allocation), (_, handed_allocation)) in
+            outcome.allocations.iter().zip(handed.allocations.iter())
+        {
+            let stored = |report: &Report| {
+                report
+                    .claims
+                    .get(namespace, claim)
+                    .and_then(|c| c.status.as_ref())
+                    .and_then(|s| s.allocation.clone())
+            };
+            if stored(kept).as_ref() != Some(allocation) {
+                failures.push(format!(
+                    "{name}: claim {namespace}/{claim}: kept allocation"
+                ));
+            }
+            let light = stored(streamed);
+            let as_expected = light.as_ref().is_some_and(|light| {
+                light.devices.is_none()
+                    && light.allocation_timestamp.is_none()
+                    && light.node_selector == handed_allocation.node_selector
+            });
+            if !as_expected {
+                failures.push(format!(
+                    "{name}: claim {namespace}/{claim}: handed-over allocation recorded as {light:?}"
+                ));
+            }
+        }
+    }
 }
 
 #[test]
