@@ -121,6 +121,15 @@ impl Interner {
             .clone()
     }
 
+    /// `list` as a device's capacities: the shared empty list when it is empty.
+    pub(crate) fn capacity_list(&mut self, list: Vec<(Arc<str>, Capacity)>) -> Capacities {
+        if list.is_empty() {
+            self.no_capacity()
+        } else {
+            list.into()
+        }
+    }
+
     /// For the next slice: the first device of the slice two before it, when there is one.
     pub(crate) fn carried_first_device(&mut self) -> crate::slice_json::PreviousDevice {
         if self.first_devices.len() == 2 {
@@ -719,9 +728,6 @@ pub(crate) fn capacities(
     device_capacity: &BTreeMap<String, DeviceCapacity>,
     strings: &mut Interner,
 ) -> Result<Capacities, IndexError> {
-    if device_capacity.is_empty() {
-        return Ok(strings.no_capacity());
-    }
     let mut capacity = Vec::with_capacity(device_capacity.len());
     for (name, cap) in device_capacity {
         let field = |suffix: &str| format!("spec.devices[{d}].capacity[{name:?}]{suffix}");
@@ -792,7 +798,7 @@ pub(crate) fn capacities(
         };
         capacity.push((strings.get(name), Capacity { value, policy }));
     }
-    Ok(capacity.into())
+    Ok(strings.capacity_list(capacity))
 }
 
 /// The entry of device number `d` of slice `slice_name`, with its attributes (sorted by

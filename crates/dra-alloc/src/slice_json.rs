@@ -796,11 +796,7 @@ impl SliceReader<'_> {
                     capacity.push((reader.strings.get(name), value));
                     Some(())
                 })?;
-                let capacity: Capacities = if capacity.is_empty() {
-                    reader.strings.no_capacity()
-                } else {
-                    capacity.into()
-                };
+                let capacity = reader.strings.capacity_list(capacity);
                 reader.previous.capacity =
                     Some((TextOf::Range(start..cursor.pos()), capacity.clone()));
                 Some(capacity)
