@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use dra_types::parallel::spawn_beside;
 use dra_types::{Quantity, QuantityError, bytes};
 use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{
@@ -577,7 +578,11 @@ fn prepare_slices(
         let (first, rest) = runs.split_first().expect("at least one run");
         let handles: Vec<_> = rest
             .iter()
-            .map(|run| scope.spawn(|| prepare_run(run, run.iter().map(device_weight).sum())))
+            .map(|run| {
+                spawn_beside(scope, || {
+                    prepare_run(run, run.iter().map(device_weight).sum())
+                })
+            })
             .collect();
         let mut prepared = vec![prepare_run(first, total)];
         for handle in handles {

@@ -10,6 +10,7 @@
 
 pub mod cli;
 mod commands;
+mod hand_over;
 mod input;
 mod output;
 pub mod timings;

@@ -11,8 +11,17 @@
 //! memoized answers (node pools, selector results, rejections), which are the same whichever
 //! thread computes them first.
 
+use std::time::Duration;
+
 /// Below this many items a second thread costs more to start than it saves.
 pub(crate) const MIN_PARALLEL_ITEMS: usize = 32;
+
+/// How long the rest of a pod's allocator runs must promise to take one thread before more
+/// threads start ([`SimOptions::threads_at_once`](crate::SimOptions)): starting and joining
+/// a thread took 0.2-0.3 ms on a 2-CPU VM, and hgx-mixed at 99 and 300 nodes ran 15-20%
+/// slower on two threads started at once than on one (BENCHMARKS.md, "Helper threads beside
+/// the caller").
+pub(crate) const LONG_FILTER: Duration = Duration::from_millis(1);
 
 /// Items a worker takes from the shared counter at a time: a rejected node costs well under a
 /// microsecond, so taking one at a time would make the counter the bottleneck.
@@ -26,26 +35,29 @@ pub(crate) fn thread_count(requested: usize) -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Whether [`map_in_order`] starts threads for `items` items.
-pub(crate) fn runs_in_parallel(items: usize, threads: usize) -> bool {
-    threads > 1 && items >= MIN_PARALLEL_ITEMS
-}
-
 /// `items.iter().map(f).collect()`, computed on up to `threads` threads
-/// ([`dra_types::parallel::map_in_order`], in batches of [`BATCH`]).
+/// ([`dra_types::parallel::map_in_order_when_long`], in batches of [`BATCH`]), started at once
+/// or once the rest promises to take over [`LONG_FILTER`]; with the number of threads it ran
+/// on.
 ///
 /// The result is in `items`' order whatever the threads' timing. `f` runs exactly once per
 /// item. With one thread, or fewer than [`MIN_PARALLEL_ITEMS`] items, no thread is started.
-pub(crate) fn map_in_order<T, R, F>(items: &[T], threads: usize, f: F) -> Vec<R>
+pub(crate) fn map_in_order<T, R, F>(
+    items: &[T],
+    threads: usize,
+    at_once: bool,
+    f: F,
+) -> (Vec<R>, usize)
 where
     T: Sync,
     R: Send,
     F: Fn(&T) -> R + Sync,
 {
-    if !runs_in_parallel(items.len(), threads) {
-        return items.iter().map(f).collect();
+    if threads < 2 || items.len() < MIN_PARALLEL_ITEMS {
+        return (items.iter().map(f).collect(), 1);
     }
-    dra_types::parallel::map_in_order(items, threads, BATCH, f)
+    let long = if at_once { Duration::ZERO } else { LONG_FILTER };
+    dra_types::parallel::map_in_order_when_long(items, threads, BATCH, long, f)
 }
 
 #[cfg(test)]
@@ -61,7 +73,7 @@ mod tests {
             let items: Vec<u64> = (0..len as u64).collect();
             for threads in [1, 2, 8] {
                 let calls = AtomicUsize::new(0);
-                let mapped = map_in_order(&items, threads, |x| {
+                let (mapped, _) = map_in_order(&items, threads, true, |x| {
                     calls.fetch_add(1, Ordering::Relaxed);
                     x * 3 + 1
                 });
@@ -80,15 +92,27 @@ mod tests {
     fn small_inputs_stay_on_the_calling_thread() {
         let caller = std::thread::current().id();
         let items: Vec<u32> = (0..(MIN_PARALLEL_ITEMS as u32 - 1)).collect();
-        let ids = map_in_order(&items, 8, |_| std::thread::current().id());
+        let (ids, used) = map_in_order(&items, 8, true, |_| std::thread::current().id());
         assert!(ids.iter().all(|id| *id == caller));
-        assert!(map_in_order(&[] as &[u32], 8, |x| *x).is_empty());
+        assert_eq!(used, 1);
+        assert!(map_in_order(&[] as &[u32], 8, true, |x| *x).0.is_empty());
+    }
+
+    #[test]
+    fn threads_at_once_start_at_once_and_give_the_same_answer() {
+        let items: Vec<u32> = (0..4096).collect();
+        let (at_once, used) = map_in_order(&items, 2, true, |x| x + 1);
+        assert_eq!(used, 2);
+        // When the threads start without `at_once` depends on the timing; the answer does not.
+        let (when_long, _) = map_in_order(&items, 2, false, |x| x + 1);
+        assert_eq!(at_once, when_long);
+        assert!(at_once.iter().copied().eq(1..4097));
     }
 
     #[test]
     fn large_inputs_use_more_than_one_thread() {
         let items: Vec<u32> = (0..4096).collect();
-        let ids = map_in_order(&items, 2, |_| {
+        let (ids, _) = map_in_order(&items, 2, true, |_| {
             // Long enough that the helper thread gets a share before the caller is done.
             std::thread::sleep(std::time::Duration::from_micros(50));
             std::thread::current().id()

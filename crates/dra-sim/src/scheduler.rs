@@ -147,6 +147,11 @@ pub struct SimOptions {
     /// Threads that run the allocator on the nodes of one pod at once (0: one per core).
     /// The output does not depend on it.
     pub threads: usize,
+    /// Start the threads for a pod's nodes at once. By default they start only once the
+    /// allocator's runs so far show that the rest would take one thread over
+    /// [`crate::parallel::LONG_FILTER`]: a thread costs a few hundred microseconds to start and
+    /// join on a small machine, more than a quick pod's runs. The output does not depend on it.
+    pub threads_at_once: bool,
 }
 
 /// Where a pod went and why there.
@@ -1226,15 +1231,17 @@ impl<'a> Engine<'a> {
             .collect();
         let (index, state) = (self.index, &self.devices.state);
         let threads = crate::parallel::thread_count(self.options.threads);
-        if crate::parallel::runs_in_parallel(candidates.len(), threads) {
+        let (answers, used) =
+            crate::parallel::map_in_order(candidates, threads, self.options.threads_at_once, |c| {
+                if !c.needs_allocator {
+                    return (Ok(Ok(Vec::new())), 0);
+                }
+                allocator_answer(index, state, c.node, &claims[c.variant])
+            });
+        if used > 1 {
             self.parallel_filters.set(self.parallel_filters.get() + 1);
         }
-        crate::parallel::map_in_order(candidates, threads, |c| {
-            if !c.needs_allocator {
-                return (Ok(Ok(Vec::new())), 0);
-            }
-            allocator_answer(index, state, c.node, &claims[c.variant])
-        })
+        answers
     }
 
     fn fit_strategy(&self) -> FitStrategy {

@@ -135,7 +135,11 @@ fn parallel_filtering_gives_the_same_answer() {
                 threads: 1,
                 ..SimOptions::default()
             };
-            let many = SimOptions { threads: 3, ..one };
+            let many = SimOptions {
+                threads: 3,
+                threads_at_once: true,
+                ..one
+            };
             let sequential = dra_sim::simulate(&input, &one).expect("runs");
             let threaded = dra_sim::simulate(&input, &many).expect("runs");
             assert_eq!(sequential.parallel_filters, 0, "{preset}: one thread");

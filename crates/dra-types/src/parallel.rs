@@ -1,8 +1,20 @@
 //! An order-preserving parallel map: workers take items from a shared counter, and the results
 //! are put back in the items' order, so that no answer depends on thread timing (the
-//! loader's JSON pieces, the simulation's node filtering).
+//! loader's JSON pieces, the simulation's node filtering). Its helper threads, and every
+//! other thread the workspace starts beside the one that starts it, are kept off that
+//! thread's CPU ([`spawn_beside`]).
+//!
+//! Linux places a new thread, and a thread it wakes, near the thread that started it, often
+//! on the very same CPU, and moves one of them away only at a later balancing tick (every 4
+//! ms with `HZ=250`). A run of a few milliseconds then does its helper's work after its own,
+//! one CPU taking turns, instead of beside it: on a 2-CPU machine the JSON writer of `dra
+//! simulate` shared the main thread's CPU in about a third of the runs, and a helper thread
+//! that only spun slowed the main thread's load by up to 3x whenever it did
+//! (BENCHMARKS.md, "Helper threads beside the caller").
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::{Scope, ScopedJoinHandle};
+use std::time::{Duration, Instant};
 
 /// `items.iter().map(f).collect()`, computed on up to `threads` threads, the caller's among
 /// them, each taking the next `batch` items nobody has taken yet (so that uneven items even
@@ -17,28 +29,67 @@ where
     R: Send,
     F: Fn(&T) -> R + Sync,
 {
+    map_in_order_when_long(items, threads, batch, Duration::ZERO, f).0
+}
+
+/// [`map_in_order`], whose helper threads start only once the calling thread's own share so
+/// far shows that the rest would take it at least `long` alone (at once for zero): quick work
+/// stays on the calling thread, where a helper would cost more to start and to join than it
+/// saves. Also says on how many threads it ran. Only the speed depends on the timing: the
+/// result is the same, in `items`' order, and `f` runs exactly once per item.
+pub fn map_in_order_when_long<T, R, F>(
+    items: &[T],
+    threads: usize,
+    batch: usize,
+    long: Duration,
+    f: F,
+) -> (Vec<R>, usize)
+where
+    T: Sync,
+    R: Send,
+    F: Fn(&T) -> R + Sync,
+{
     let batch = batch.max(1);
     let threads = threads.min(items.len().div_ceil(batch)).max(1);
     if threads == 1 {
-        return items.iter().map(f).collect();
+        return (items.iter().map(f).collect(), 1);
     }
     let next = AtomicUsize::new(0);
+    // Maps the next batch nobody has taken into `done`; `false` when none is left.
+    let take = |done: &mut Vec<(usize, R)>| {
+        let start = next.fetch_add(batch, Ordering::Relaxed);
+        if start >= items.len() {
+            return false;
+        }
+        let end = (start + batch).min(items.len());
+        for (i, item) in items[start..end].iter().enumerate() {
+            done.push((start + i, f(item)));
+        }
+        true
+    };
     let work = || {
         let mut done: Vec<(usize, R)> = Vec::new();
-        loop {
-            let start = next.fetch_add(batch, Ordering::Relaxed);
-            if start >= items.len() {
-                return done;
-            }
-            let end = (start + batch).min(items.len());
-            for (i, item) in items[start..end].iter().enumerate() {
-                done.push((start + i, f(item)));
+        while take(&mut done) {}
+        done
+    };
+    let (mut all, used) = std::thread::scope(|scope| {
+        let spawn = || -> Vec<_> { (1..threads).map(|_| spawn_beside(scope, work)).collect() };
+        let mut helpers = if long.is_zero() { spawn() } else { Vec::new() };
+        let mut all = Vec::new();
+        let started = Instant::now();
+        while take(&mut all) {
+            if helpers.is_empty() && !long.is_zero() {
+                let taken = next.load(Ordering::Relaxed).min(items.len());
+                // The rest, at the pace so far.
+                let rest = started
+                    .elapsed()
+                    .mul_f64((items.len() - taken) as f64 / taken as f64);
+                if rest >= long {
+                    helpers = spawn();
+                }
             }
         }
-    };
-    let mut all: Vec<(usize, R)> = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..threads).map(|_| scope.spawn(work)).collect();
-        let mut all = work();
+        let used = 1 + helpers.len();
         for helper in helpers {
             match helper.join() {
                 Ok(part) => all.extend(part),
@@ -46,18 +97,80 @@ where
                 Err(panic) => std::panic::resume_unwind(panic),
             }
         }
-        all
+        (all, used)
     });
-    all.sort_unstable_by_key(|(i, _)| *i);
-    all.into_iter().map(|(_, r)| r).collect()
+    if used > 1 {
+        all.sort_unstable_by_key(|(i, _)| *i);
+    }
+    (all.into_iter().map(|(_, r)| r).collect(), used)
 }
+
+/// Spawns `work` on a scoped thread that runs anywhere but on the CPU the calling thread is
+/// on now (anywhere, when that is the only one it may use). Where the operating system
+/// tells neither, it is a plain scoped thread.
+pub fn spawn_beside<'scope, F, T>(
+    scope: &'scope Scope<'scope, '_>,
+    work: F,
+) -> ScopedJoinHandle<'scope, T>
+where
+    F: FnOnce() -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    spawn_off(scope, current_cpu(), work)
+}
+
+/// [`spawn_beside`], kept off `cpu`.
+fn spawn_off<'scope, F, T>(
+    scope: &'scope Scope<'scope, '_>,
+    cpu: Option<usize>,
+    work: F,
+) -> ScopedJoinHandle<'scope, T>
+where
+    F: FnOnce() -> T + Send + 'scope,
+    T: Send + 'scope,
+{
+    scope.spawn(move || {
+        keep_off(cpu);
+        work()
+    })
+}
+
+#[cfg(target_os = "linux")]
+fn current_cpu() -> Option<usize> {
+    Some(rustix::thread::sched_getcpu())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn current_cpu() -> Option<usize> {
+    None
+}
+
+/// Restricts the calling thread to the CPUs it may use except `cpu`, when that leaves any.
+/// A thread that is on `cpu` moves at once. Best effort: a refusal leaves it where it is.
+#[cfg(target_os = "linux")]
+fn keep_off(cpu: Option<usize>) {
+    use rustix::thread::{sched_getaffinity, sched_setaffinity};
+    let Some(cpu) = cpu else { return };
+    let Ok(allowed) = sched_getaffinity(None) else {
+        return;
+    };
+    if !allowed.is_set(cpu) || allowed.count() < 2 {
+        return;
+    }
+    let mut others = allowed;
+    others.unset(cpu);
+    let _ = sched_setaffinity(None, &others);
+}
+
+#[cfg(not(target_os = "linux"))]
+fn keep_off(_cpu: Option<usize>) {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn order_and_count_do_not_depend_on_threads_or_batch() {
+    fn order_and_count_do_not_depend_on_threads_batch_or_when_helpers_start() {
         let items: Vec<u64> = (0..1000).collect();
         let calls = AtomicUsize::new(0);
         let mix = |x: &u64| {
@@ -72,6 +185,18 @@ mod tests {
                 let mapped = map_in_order(&items, threads, batch, mix);
                 assert_eq!(mapped, sequential, "{threads} threads, batch {batch}");
                 assert_eq!(calls.load(Ordering::Relaxed), items.len());
+                // Helpers started later, or never: the same again.
+                for long in [1, 1_000, 1_000_000_000] {
+                    calls.store(0, Ordering::Relaxed);
+                    let long = Duration::from_nanos(long);
+                    let (mapped, used) = map_in_order_when_long(&items, threads, batch, long, mix);
+                    assert_eq!(
+                        mapped, sequential,
+                        "{threads} threads, batch {batch}, {long:?}"
+                    );
+                    assert_eq!(calls.load(Ordering::Relaxed), items.len());
+                    assert!((1..=threads).contains(&used));
+                }
             }
         }
         assert!(map_in_order(&[] as &[u32], 4, 1, |x| *x).is_empty());
@@ -92,5 +217,81 @@ mod tests {
             std::thread::current().id()
         });
         assert!(ids.iter().any(|id| *id != caller), "the helper took items");
+    }
+
+    #[test]
+    fn quick_work_stays_on_the_calling_thread_and_long_work_gets_helpers() {
+        let items: Vec<u64> = (0..64).collect();
+        let caller = std::thread::current().id();
+        let (ids, used) = map_in_order_when_long(&items, 2, 4, Duration::from_secs(3600), |_| {
+            std::thread::current().id()
+        });
+        assert_eq!(used, 1);
+        assert!(ids.iter().all(|id| *id == caller));
+        // Each item sleeps: after the first batch the rest is projected at well over 1 µs.
+        let (mapped, used) = map_in_order_when_long(&items, 2, 4, Duration::from_micros(1), |x| {
+            std::thread::sleep(Duration::from_micros(200));
+            (*x, std::thread::current().id())
+        });
+        assert_eq!(used, 2);
+        assert!(mapped.iter().map(|(x, _)| *x).eq(0..64));
+        assert!(mapped.iter().any(|(_, id)| *id != caller));
+    }
+
+    #[test]
+    fn the_helper_runs_and_returns_its_result() {
+        let doubled = std::thread::scope(|scope| spawn_beside(scope, || 21 * 2).join());
+        assert_eq!(doubled.ok(), Some(42));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_helper_is_kept_off_the_cpu_when_it_may_use_another() {
+        use rustix::thread::{CpuSet, sched_getaffinity, sched_getcpu};
+        let allowed = sched_getaffinity(None).expect("the test thread's CPUs");
+        let first = (0..CpuSet::MAX_CPU).find(|&cpu| allowed.is_set(cpu));
+        let cpu = first.expect("the test thread may use some CPU");
+        // What the helper may use, and where it runs, as seen from inside it.
+        let (mask, ran_on) = std::thread::scope(|scope| {
+            spawn_off(scope, Some(cpu), || {
+                let mask = sched_getaffinity(None).expect("the helper's CPUs");
+                (mask, sched_getcpu())
+            })
+            .join()
+            .expect("the helper ends")
+        });
+        if allowed.count() >= 2 {
+            assert!(!mask.is_set(cpu), "the helper may still use CPU {cpu}");
+            assert_ne!(ran_on, cpu);
+            assert_eq!(mask.count(), allowed.count() - 1);
+        } else {
+            assert_eq!(mask.count(), allowed.count());
+            assert_eq!(ran_on, cpu);
+        }
+    }
+
+    #[test]
+    fn without_a_cpu_the_helper_may_run_anywhere() {
+        let mask = std::thread::scope(|scope| {
+            spawn_off(scope, None, || {
+                #[cfg(target_os = "linux")]
+                return rustix::thread::sched_getaffinity(None)
+                    .map(|m| m.count())
+                    .ok();
+                #[cfg(not(target_os = "linux"))]
+                return None::<u32>;
+            })
+            .join()
+            .expect("the helper ends")
+        });
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            mask,
+            rustix::thread::sched_getaffinity(None)
+                .map(|m| m.count())
+                .ok()
+        );
+        #[cfg(not(target_os = "linux"))]
+        assert_eq!(mask, None);
     }
 }

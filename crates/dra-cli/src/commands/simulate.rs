@@ -7,7 +7,6 @@
 
 use std::cell::Cell;
 use std::io::{BufWriter, Stdout};
-use std::sync::Mutex;
 use std::thread::Thread;
 
 use dra_sim::scheduler::{Eviction, Simulation};
@@ -123,38 +122,8 @@ enum Handed {
     Stopped,
 }
 
-/// The way from the reference loop to the JSON writer: a locked list and the writer's
-/// park. Unlike a channel's blocking receive, neither allocates on the writer's side, and
-/// the writer allocates nothing at all (a thread's first allocation takes fresh memory).
-#[derive(Default)]
-struct HandOver {
-    queue: Mutex<Vec<Handed>>,
-}
-
-impl HandOver {
-    fn send(&self, writer: &Thread, handed: Handed) {
-        // Poisoned only by a panic while pushing, which the scope re-raises.
-        if let Ok(mut queue) = self.queue.lock() {
-            queue.push(handed);
-        }
-        writer.unpark();
-    }
-
-    /// What was handed over since the last call, waiting until there is something.
-    fn receive(&self) -> Vec<Handed> {
-        loop {
-            let handed = match self.queue.lock() {
-                Ok(mut queue) => std::mem::take(&mut *queue),
-                Err(_) => vec![Handed::Stopped],
-            };
-            if !handed.is_empty() {
-                return handed;
-            }
-            // An unpark since the lock was taken makes this return at once.
-            std::thread::park();
-        }
-    }
-}
+/// The way from the reference loop to the JSON writer.
+type HandOver = crate::hand_over::HandOver<Handed>;
 
 /// Hands the writer [`Handed::Stopped`] when dropped before the loop's end was handed over
 /// (an input error, or a panic unwinding), so the writer never waits for ever.
@@ -182,7 +151,8 @@ fn stream_reference(input: &SimInput<'_>, snapshot: &Snapshot) -> Result<(), Fai
     // Made here, so that the writer thread allocates nothing.
     let stdout = json_stdout();
     std::thread::scope(|scope| {
-        let writer = scope.spawn(move || write_handed(stdout, hand_over));
+        let writer =
+            dra_types::parallel::spawn_beside(scope, move || write_handed(stdout, hand_over));
         let writer_thread = writer.thread().clone();
         let mut stop = StopUnlessDone {
             hand_over,
@@ -225,7 +195,7 @@ fn stream_reference(input: &SimInput<'_>, snapshot: &Snapshot) -> Result<(), Fai
 /// The writer thread of [`stream_reference`]: the document, once the loop hands over its
 /// first outcomes or its end; nothing when the loop stops before it starts.
 fn write_handed(stdout: BufWriter<Stdout>, hand_over: &HandOver) -> Result<(), Failure> {
-    let first = hand_over.receive();
+    let first = receive(hand_over);
     if matches!(first.first(), Some(Handed::Stopped)) {
         crate::leave_to_exit(stdout);
         return Ok(());
@@ -238,6 +208,12 @@ fn write_handed(stdout: BufWriter<Stdout>, hand_over: &HandOver) -> Result<(), F
             totals: Cell::new(None),
         },
     )
+}
+
+/// What the loop handed over since the last call, waiting until there is something;
+/// [`Handed::Stopped`] when the loop panicked while handing over.
+fn receive(hand_over: &HandOver) -> Vec<Handed> {
+    hand_over.receive().unwrap_or_else(|| vec![Handed::Stopped])
 }
 
 /// [`Report`]'s document, its results taken from the loop as they come: the same fields in
@@ -294,7 +270,7 @@ impl Serialize for HandedResults<'_> {
             if report.totals.get().is_some() {
                 return results.end();
             }
-            handed = report.hand_over.receive();
+            handed = receive(report.hand_over);
         }
     }
 }
