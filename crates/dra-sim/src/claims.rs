@@ -198,6 +198,9 @@ impl ClaimStore {
     /// Creates the claim `key` (namespace, generated name) from the template in the pod's
     /// namespace, owned by the pod (with `owner_uid` when given); returns the claim's name,
     /// `None` when the template is missing.
+    ///
+    /// A claim in `made` for the same entry, template, name and owner is taken instead of
+    /// making it again: it was made the same way, from the same template.
     fn create_from_template(
         &mut self,
         key: (String, String),
@@ -205,12 +208,24 @@ impl ClaimStore {
         pod: &Pod,
         pod_claim_name: &str,
         owner_uid: Option<&str>,
+        made: &mut MadeClaims,
     ) -> Option<String> {
-        let template = self.templates.get(&key.0, template_name)?;
         let owner_uid = owner_uid.unwrap_or(pod.metadata.uid.as_deref().unwrap_or_default());
-        let claim = claim_from_template(template, pod, &key.1, pod_claim_name, owner_uid);
+        let claim = match made.take_claim(&key, template_name, pod_claim_name, owner_uid) {
+            Some(claim) => claim,
+            None => {
+                let template = self.templates.get(&key.0, template_name)?;
+                Box::new(claim_from_template(
+                    template,
+                    pod,
+                    &key.1,
+                    pod_claim_name,
+                    owner_uid,
+                ))
+            }
+        };
         let name = key.1.clone();
-        self.claims.insert(key, Box::new(claim));
+        self.claims.insert(key, claim);
         Some(name)
     }
 
@@ -218,6 +233,16 @@ impl ClaimStore {
     /// from templates as `<pod name>-<pod claim name>` (the real controller appends a random
     /// suffix; a simulation must be reproducible).
     pub fn claims_of_pod(&mut self, pod: &Pod) -> Result<Vec<String>, PodClaimError> {
+        self.claims_of_pod_made(pod, &mut MadeClaims::default())
+    }
+
+    /// [`ClaimStore::claims_of_pod`], taking the claims it creates from `made` where they
+    /// were made ahead ([`TemplateMaker`]).
+    pub(crate) fn claims_of_pod_made(
+        &mut self,
+        pod: &Pod,
+        made: &mut MadeClaims,
+    ) -> Result<Vec<String>, PodClaimError> {
         let namespace = namespace_of(&pod.metadata);
         let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
         let mut names: Vec<String> = Vec::new();
@@ -239,7 +264,7 @@ impl ClaimStore {
                 let key = (namespace.to_string(), generated.clone());
                 if !self.claims.contains(&key.0, &key.1)
                     && self
-                        .create_from_template(key, template_name, pod, &entry.name, None)
+                        .create_from_template(key, template_name, pod, &entry.name, None, made)
                         .is_none()
                 {
                     return Err(PodClaimError(format!(
@@ -364,6 +389,7 @@ impl ClaimStore {
                                 pod,
                                 &entry.name,
                                 Some(&uid),
+                                &mut MadeClaims::default(),
                             ) else {
                                 return Err(PodClaimError(format!(
                                     "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet (resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found)"
@@ -495,6 +521,117 @@ fn reserve_in(status: &mut ResourceClaimStatus, pod_name: &str, pod_uid: &str) {
             resource: "pods".to_string(),
             uid: pod_uid.to_string(),
         });
+    }
+}
+
+/// Makes the claims a pod's template entries create in the reference loop
+/// ([`ClaimStore::claims_of_pod`]), on any thread, ahead of the pod's turn: a claim from a
+/// template depends on the template and the pod alone, while whether it is created (a claim
+/// of that name may exist, an earlier entry may fail) is left to the store when the pod's
+/// turn comes. Only the claim object is made: it stays in the store, so the caller never
+/// frees memory of the thread that made it. Preparing the claim for the allocator ahead too
+/// cost the caller more in freeing the preparation than it saved, and the scheduler model,
+/// whose pods cost twice the reference loop's, ran slower with a helper making its claims
+/// (BENCHMARKS.md, "Claims from templates made ahead").
+#[derive(Debug)]
+pub(crate) struct TemplateMaker<'a> {
+    /// The store's templates: the first of duplicates, as [`ClaimStore::new`] keeps them.
+    templates: ByNamespace<&'a ResourceClaimTemplate>,
+}
+
+impl<'a> TemplateMaker<'a> {
+    pub(crate) fn new(input: &SimInput<'a>) -> TemplateMaker<'a> {
+        let mut templates = ByNamespace::default();
+        for template in &input.templates {
+            templates.insert_first(key_of(&template.metadata), || *template);
+        }
+        TemplateMaker { templates }
+    }
+
+    /// Whether the pod has an entry that a template's claim may be made for.
+    pub(crate) fn has_work(pod: &Pod) -> bool {
+        template_entries(pod).next().is_some()
+    }
+
+    /// The claims of the pod's template entries whose template exists, in entry order.
+    pub(crate) fn make<'p>(&self, pod: &'p Pod) -> MadeClaims<'p> {
+        let namespace = namespace_of(&pod.metadata);
+        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+        // As the reference loop's `claims_of_pod` names the owner.
+        let owner_uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let mut made = Vec::new();
+        for (pod_claim_name, template_name) in template_entries(pod) {
+            let Some(template) = self.templates.get(namespace, template_name) else {
+                continue;
+            };
+            let name = generated_claim_name(pod_name, pod_claim_name);
+            let claim = claim_from_template(template, pod, &name, pod_claim_name, owner_uid);
+            made.push(MadeClaim {
+                pod_claim_name,
+                template_name,
+                claim: Some(Box::new(claim)),
+            });
+        }
+        MadeClaims(made)
+    }
+}
+
+/// A pod's entries that name a template: (entry name, template name).
+fn template_entries(pod: &Pod) -> impl Iterator<Item = (&str, &str)> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_deref())
+        .unwrap_or_default()
+        .iter()
+        .filter(|entry| entry.resource_claim_name.is_none())
+        .filter_map(|entry| {
+            let template = entry.resource_claim_template_name.as_deref()?;
+            Some((entry.name.as_str(), template))
+        })
+}
+
+/// A claim made ahead by a [`TemplateMaker`]. What it is compared by is borrowed from the pod
+/// or held by the claim: what the thread that made it allocated and the caller frees is
+/// little.
+#[derive(Debug)]
+struct MadeClaim<'p> {
+    pod_claim_name: &'p str,
+    template_name: &'p str,
+    /// Taken when the store adds it.
+    claim: Option<Box<ResourceClaim>>,
+}
+
+/// The claims made ahead for one pod ([`TemplateMaker::make`]); empty where none were.
+#[derive(Debug, Default)]
+pub(crate) struct MadeClaims<'p>(Vec<MadeClaim<'p>>);
+
+impl MadeClaims<'_> {
+    /// The claim made for this entry, template, (namespace, name) and owner, if one was.
+    fn take_claim(
+        &mut self,
+        key: &(String, String),
+        template_name: &str,
+        pod_claim_name: &str,
+        owner_uid: &str,
+    ) -> Option<Box<ResourceClaim>> {
+        self.0
+            .iter_mut()
+            .find(|m| {
+                m.template_name == template_name
+                    && m.pod_claim_name == pod_claim_name
+                    && m.claim.as_ref().is_some_and(|claim| {
+                        let meta = &claim.metadata;
+                        meta.name.as_deref() == Some(key.1.as_str())
+                            && meta.namespace.as_deref() == Some(key.0.as_str())
+                            && meta
+                                .owner_references
+                                .iter()
+                                .flatten()
+                                .all(|owner| owner.uid == owner_uid)
+                    })
+            })?
+            .claim
+            .take()
     }
 }
 

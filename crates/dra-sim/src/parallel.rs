@@ -27,6 +27,33 @@ pub(crate) const LONG_FILTER: Duration = Duration::from_millis(1);
 /// microsecond, so taking one at a time would make the counter the bottleneck.
 const BATCH: usize = 4;
 
+/// Pods with claims from templates below which the reference loop makes their claims itself:
+/// making them ahead on a helper ([`claims_ahead`]) saves the loop about 1,400 instructions a
+/// pod (scheduler-perf: 9.6% of the loop), and a thread and its hand-overs cost a few hundred
+/// microseconds; at 5,000 pods the gain is 3-4% of the run.
+pub(crate) const CLAIMS_AHEAD_MIN_PODS: usize = 1000;
+
+/// Pods whose claims the helper makes at a time, and how many such batches may wait.
+pub(crate) const CLAIMS_AHEAD_BATCH: usize = 32;
+pub(crate) const CLAIMS_AHEAD_BATCHES: usize = 4;
+
+/// Whether the claims of `pods` from templates are made ahead on a helper thread
+/// ([`dra_types::parallel::map_ahead`] of [`crate::claims::TemplateMaker::make`]): with two
+/// threads or more and at least `min_pods` pods that have such claims.
+pub(crate) fn claims_ahead(
+    pods: &[&k8s_openapi::api::core::v1::Pod],
+    threads: usize,
+    min_pods: usize,
+) -> bool {
+    threads >= 2
+        && pods
+            .iter()
+            .filter(|pod| crate::claims::TemplateMaker::has_work(pod))
+            .take(min_pods)
+            .count()
+            >= min_pods
+}
+
 /// The number of worker threads for `requested` (0: one per available core).
 pub(crate) fn thread_count(requested: usize) -> usize {
     if requested > 0 {

@@ -18,9 +18,13 @@ use dra_alloc::{AllocatedState, Index, NodeId, Outcome, PreparedClaim, allocate,
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
-use crate::claims::{ClaimStore, PodClaimError, namespace_of};
+use crate::claims::{ClaimStore, MadeClaims, PodClaimError, TemplateMaker, namespace_of};
+use crate::parallel::{
+    CLAIMS_AHEAD_BATCH, CLAIMS_AHEAD_BATCHES, CLAIMS_AHEAD_MIN_PODS, claims_ahead, thread_count,
+};
 use crate::report::{PodOutcome, PodStatus, Report};
 use crate::{SimError, SimInput, Snapshot};
+use dra_types::parallel::map_ahead;
 
 /// Runs the reference loop over `input`.
 pub fn run_first_fit(input: &SimInput<'_>) -> Result<Report, SimError> {
@@ -31,7 +35,14 @@ pub fn run_first_fit(input: &SimInput<'_>) -> Result<Report, SimError> {
 /// allocator runs on every node it is counted for. The report is the same; it exists to test
 /// that.
 pub fn run_first_fit_every_node(input: &SimInput<'_>) -> Result<Report, SimError> {
-    run(input, &Snapshot::new(input)?, false, None)
+    run(input, &Snapshot::new(input)?, false, None, false)
+}
+
+/// [`run_first_fit`] with the claims from templates made ahead on a helper thread whatever
+/// the number of pods and cores (by default only from [`CLAIMS_AHEAD_MIN_PODS`] such pods
+/// on, with two cores or more). The report is the same; it exists to test that.
+pub fn run_first_fit_claims_ahead(input: &SimInput<'_>) -> Result<Report, SimError> {
+    run(input, &Snapshot::new(input)?, true, None, true)
 }
 
 /// [`run_first_fit`] over a [`Snapshot`] built beforehand from the same input; the input's
@@ -41,7 +52,7 @@ pub fn run_first_fit_snapshot(
     input: &SimInput<'_>,
     snapshot: &Snapshot,
 ) -> Result<Report, SimError> {
-    run(input, snapshot, true, None)
+    run(input, snapshot, true, None, false)
 }
 
 /// [`run_first_fit_snapshot`] handing each pod's outcome to `each` as soon as it is final
@@ -56,15 +67,18 @@ pub fn run_first_fit_snapshot_each(
     snapshot: &Snapshot,
     mut each: impl FnMut(PodOutcome),
 ) -> Result<Report, SimError> {
-    run(input, snapshot, true, Some(&mut each))
+    run(input, snapshot, true, Some(&mut each), false)
 }
 
-/// The reference loop; with `each`, the outcomes go there instead of into the report.
+/// The reference loop; with `each`, the outcomes go there instead of into the report. A
+/// helper thread makes the claims from templates ahead of the loop where that pays
+/// ([`crate::parallel::claims_ahead`]), or always with `claims_ahead_always`.
 fn run(
     input: &SimInput<'_>,
     snapshot: &Snapshot,
     skip: bool,
     mut each: Option<&mut dyn FnMut(PodOutcome)>,
+    claims_ahead_always: bool,
 ) -> Result<Report, SimError> {
     let index = &snapshot.index;
     let mut claims = ClaimStore::new(input);
@@ -97,24 +111,39 @@ fn run(
     } else {
         Record::Whole
     };
-    for pod in &input.pods {
-        let (outcome, skipped) = schedule_pod(
-            index,
-            &mut state,
-            &mut claims,
-            &nodes,
-            &mut known,
-            pod,
-            record,
-        );
-        report.steps += outcome.steps;
-        report.allocate_calls += outcome.allocate_calls;
-        report.skipped_calls += skipped as u64;
-        match each.as_mut() {
-            Some(each) => each(outcome),
-            None => report.results.push(outcome),
+    let ahead =
+        claims_ahead_always || claims_ahead(&input.pods, thread_count(0), CLAIMS_AHEAD_MIN_PODS);
+    std::thread::scope(|scope| {
+        let maker = TemplateMaker::new(input);
+        let mut made = ahead.then(|| {
+            map_ahead(
+                scope,
+                &input.pods,
+                CLAIMS_AHEAD_BATCH,
+                CLAIMS_AHEAD_BATCHES,
+                move |pod| maker.make(pod),
+            )
+        });
+        for pod in &input.pods {
+            let mut made = made.as_mut().and_then(Iterator::next).unwrap_or_default();
+            let (outcome, skipped) = schedule_pod(
+                index,
+                &mut state,
+                &mut claims,
+                &nodes,
+                &mut known,
+                (pod, &mut made),
+                record,
+            );
+            report.steps += outcome.steps;
+            report.allocate_calls += outcome.allocate_calls;
+            report.skipped_calls += skipped as u64;
+            match each.as_mut() {
+                Some(each) => each(outcome),
+                None => report.results.push(outcome),
+            }
         }
-    }
+    });
     report.claims = claims;
     Ok(report)
 }
@@ -214,13 +243,13 @@ fn schedule_pod(
     claims: &mut ClaimStore,
     nodes: &[NodeId],
     known: &mut KnownRejections,
-    pod: &Pod,
+    (pod, made): (&Pod, &mut MadeClaims),
     record: Record,
 ) -> (PodOutcome, usize) {
     let namespace = namespace_of(&pod.metadata);
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
     let mut outcome = PodOutcome::new([namespace, "/", pod_name].concat());
-    let claim_names = match claims.claims_of_pod(pod) {
+    let claim_names = match claims.claims_of_pod_made(pod, made) {
         Ok(names) => names,
         Err(PodClaimError(message)) => {
             outcome.status = PodStatus::Unschedulable;

@@ -105,6 +105,72 @@ where
     (all.into_iter().map(|(_, r)| r).collect(), used)
 }
 
+/// `items.iter().map(f)`, computed ahead on a helper thread ([`spawn_beside`]) while the
+/// caller takes the results in `items`' order: work the caller would do item by item, between
+/// steps of its own that cannot be spread over threads, is done beside it instead.
+///
+/// The helper maps `batch` items at a time and runs at most `batches_ahead` batches ahead of
+/// the caller (then waits), so the results waiting at any moment stay few. `f` runs exactly
+/// once per item, on the helper, in `items`' order; dropping the iterator stops the helper
+/// after its current batch. The iterator ends early only when `f` panicked, and the scope
+/// then passes the panic on.
+pub fn map_ahead<'scope, 'env, T, R, F>(
+    scope: &'scope Scope<'scope, 'env>,
+    items: &'env [T],
+    batch: usize,
+    batches_ahead: usize,
+    f: F,
+) -> Ahead<R>
+where
+    T: Sync,
+    R: Send + 'scope,
+    F: Fn(&T) -> R + Send + 'scope,
+{
+    let batch = batch.max(1);
+    let (sender, receiver) = std::sync::mpsc::sync_channel(batches_ahead.max(1));
+    spawn_beside(scope, move || {
+        for chunk in items.chunks(batch) {
+            let mapped: Vec<R> = chunk.iter().map(&f).collect();
+            if sender.send(mapped).is_err() {
+                // The caller wants no more.
+                return;
+            }
+        }
+    });
+    Ahead {
+        receiver,
+        current: Vec::new().into_iter(),
+    }
+}
+
+/// The results of [`map_ahead`], in the items' order.
+pub struct Ahead<R> {
+    receiver: std::sync::mpsc::Receiver<Vec<R>>,
+    current: std::vec::IntoIter<R>,
+}
+
+impl<R> std::fmt::Debug for Ahead<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ahead")
+            .field("waiting", &self.current.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R> Iterator for Ahead<R> {
+    type Item = R;
+
+    fn next(&mut self) -> Option<R> {
+        loop {
+            if let Some(result) = self.current.next() {
+                return Some(result);
+            }
+            // `Err`: every batch came (or the helper stopped on a panic).
+            self.current = self.receiver.recv().ok()?.into_iter();
+        }
+    }
+}
+
 /// Spawns `work` on a scoped thread that runs anywhere but on the CPU the calling thread is
 /// on now (anywhere, when that is the only one it may use). Where the operating system
 /// tells neither, it is a plain scoped thread.
@@ -293,5 +359,64 @@ mod tests {
         );
         #[cfg(not(target_os = "linux"))]
         assert_eq!(mask, None);
+    }
+
+    #[test]
+    fn results_ahead_come_in_order_each_computed_once_on_the_helper() {
+        let items: Vec<u32> = (0..1000).collect();
+        let caller = std::thread::current().id();
+        for (batch, ahead) in [(1, 1), (7, 2), (64, 4), (5000, 1)] {
+            let calls = AtomicUsize::new(0);
+            let got: Vec<(u32, bool)> = std::thread::scope(|scope| {
+                map_ahead(scope, &items, batch, ahead, |x| {
+                    calls.fetch_add(1, Ordering::Relaxed);
+                    (x * 2, std::thread::current().id() == caller)
+                })
+                .collect()
+            });
+            let expected: Vec<(u32, bool)> = items.iter().map(|x| (x * 2, false)).collect();
+            assert_eq!(got, expected, "batch {batch}, {ahead} ahead");
+            assert_eq!(calls.load(Ordering::Relaxed), items.len());
+        }
+        let none: Vec<u32> =
+            std::thread::scope(|scope| map_ahead(scope, &[] as &[u32], 8, 2, |x| *x).collect());
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn the_helper_stops_when_the_caller_does_and_waits_within_its_bound() {
+        let items: Vec<u32> = (0..10_000).collect();
+        let calls = AtomicUsize::new(0);
+        let first: Vec<u32> = std::thread::scope(|scope| {
+            let mut ahead = map_ahead(scope, &items, 10, 2, |x| {
+                calls.fetch_add(1, Ordering::Relaxed);
+                *x
+            });
+            let first = ahead.by_ref().take(5).collect();
+            // Give the helper time to run as far ahead as it may.
+            std::thread::sleep(Duration::from_millis(50));
+            // The batch being taken, two waiting and one being mapped at most.
+            assert!(calls.load(Ordering::Relaxed) <= 40, "{calls:?}");
+            first
+        });
+        assert_eq!(first, vec![0, 1, 2, 3, 4]);
+        assert!(calls.load(Ordering::Relaxed) < items.len());
+    }
+
+    #[test]
+    fn a_panic_ahead_reaches_the_scope() {
+        let items: Vec<u32> = (0..100).collect();
+        let outcome = std::panic::catch_unwind(|| {
+            std::thread::scope(|scope| {
+                let got: Vec<u32> = map_ahead(scope, &items, 10, 2, |x| {
+                    assert!(*x != 42, "item 42");
+                    *x
+                })
+                .collect();
+                // The results before the failing batch, then the end.
+                assert_eq!(got, (0..40).collect::<Vec<u32>>());
+            })
+        });
+        assert!(outcome.is_err());
     }
 }
