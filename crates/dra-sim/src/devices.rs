@@ -201,6 +201,9 @@ pub struct DeviceState {
     num_nodes: usize,
     /// Each node's position in name order ([`DeviceState::set_ranks`]).
     rank: Vec<u32>,
+    /// Threads that may build a family's tables for every node at once, and whether they
+    /// start at once ([`DeviceState::set_threads`]).
+    threads: (usize, bool),
 }
 
 impl DeviceState {
@@ -214,7 +217,16 @@ impl DeviceState {
             tables_of_key: vec![Vec::new(); index.num_device_keys()],
             num_nodes: index.node_ids().count(),
             rank: Vec::new(),
+            threads: (1, false),
         }
+    }
+
+    /// Lets a family's tables for every node ([`DeviceState::risky_nodes`],
+    /// [`DeviceState::next_possible`]) be built on up to `threads` threads, where that pays
+    /// (`crate::parallel::map_in_order`; `at_once` as [`crate::SimOptions::threads_at_once`]).
+    /// The tables are the same.
+    pub fn set_threads(&mut self, threads: usize, at_once: bool) {
+        self.threads = (threads.max(1), at_once);
     }
 
     fn apply(
@@ -415,23 +427,46 @@ impl DeviceState {
             Some(id) => id,
             None => {
                 let f = &self.families[family];
-                let id = build_table(index, family, &f.set, &f.tolerations, node, &self.state).map(
-                    |table| {
-                        let id = self.tables.len() as u32;
-                        for key in &table.keys {
-                            if let Some(tables) = self.tables_of_key.get_mut(key.0 as usize) {
-                                tables.push(id);
-                            }
-                        }
-                        self.tables.push(table);
-                        id
-                    },
-                );
-                self.families[family].per_node[node.0 as usize] = Some(id);
-                id
+                let table = build_table(index, family, &f.set, &f.tolerations, node, &self.state);
+                self.add_table(family, node, table)
             }
         };
         id.map(|id| &self.tables[id as usize])
+    }
+
+    /// Records a node's table of a family (`None`: the node's pools failed).
+    fn add_table(&mut self, family: FamilyId, node: NodeId, table: Option<Table>) -> Option<u32> {
+        let id = table.map(|table| {
+            let id = self.tables.len() as u32;
+            for key in &table.keys {
+                if let Some(tables) = self.tables_of_key.get_mut(key.0 as usize) {
+                    tables.push(id);
+                }
+            }
+            self.tables.push(table);
+            id
+        });
+        self.families[family].per_node[node.0 as usize] = Some(id);
+        id
+    }
+
+    /// Builds the family's tables of every node that has none yet, on several threads where
+    /// that pays: a node's first table gathers its pools (`Index::node_pools`) and matches its
+    /// devices, most of a large simulation's first pod. Building reads the index and the
+    /// allocated state only; the tables are recorded in node order, as one by one.
+    fn build_all_tables(&mut self, index: &Index, family: FamilyId) {
+        let f = &self.families[family];
+        let missing: Vec<NodeId> = (0..self.num_nodes as u32)
+            .map(NodeId)
+            .filter(|node| f.per_node[node.0 as usize].is_none())
+            .collect();
+        let (threads, at_once) = self.threads;
+        let (built, _) = crate::parallel::map_in_order(&missing, threads, at_once, |node| {
+            build_table(index, family, &f.set, &f.tolerations, *node, &self.state)
+        });
+        for (node, table) in missing.into_iter().zip(built) {
+            self.add_table(family, node, table);
+        }
     }
 
     /// `false` only when the node provably cannot satisfy the requirements and the allocator
@@ -478,6 +513,7 @@ impl DeviceState {
         };
         match self.families[family].bounds.take() {
             None => {
+                self.build_all_tables(index, family);
                 let mut values = vec![u32::MAX; self.num_nodes];
                 for node in 0..self.num_nodes {
                     values[self.rank[node] as usize] = bound_of(self, NodeId(node as u32));
@@ -509,6 +545,7 @@ impl DeviceState {
         let mut out = Vec::new();
         for &family in &requirement.watched {
             if self.families[family].risky.is_none() {
+                self.build_all_tables(index, family);
                 let risky: Vec<NodeId> = (0..self.num_nodes as u32)
                     .map(NodeId)
                     .filter(|node| {
@@ -615,5 +652,54 @@ mod tests {
                 tree.set(at, values[at]);
             }
         }
+    }
+
+    /// A family's tables for every node are the same built on several threads as one by one,
+    /// and so are the free counts, the risky nodes and the bounds they give.
+    #[test]
+    fn tables_built_on_threads_are_the_tables_built_one_by_one() {
+        let mut spec = dra_gen::preset("hgx-half", 80).expect("known preset");
+        spec.seed = 3;
+        let mut text = Vec::new();
+        dra_gen::generate_json_lines(&spec, &mut text).expect("generates");
+        let loaded = dra_api::load_str("hgx-half.json", &String::from_utf8(text).expect("utf-8"));
+        assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
+        let input = crate::SimInput::from_cluster(&loaded.cluster);
+        let snapshot = crate::Snapshot::new(&input).expect("indexes");
+        let index = &snapshot.index;
+        let claims: Vec<PreparedClaim> = input
+            .templates
+            .iter()
+            .map(|template| {
+                let claim = k8s_openapi::api::resource::v1::ResourceClaim {
+                    metadata: template.metadata.clone(),
+                    spec: template.spec.as_ref().and_then(|s| s.spec.clone()),
+                    status: None,
+                };
+                PreparedClaim::new(index, &claim)
+            })
+            .collect();
+        assert!(claims.len() > 1, "templates: {}", claims.len());
+        let run = |threads: usize, at_once: bool| {
+            let mut state = DeviceState::new(index);
+            let ranks: Vec<usize> = (0..state.num_nodes).collect();
+            state.set_ranks(&ranks);
+            state.set_threads(threads, at_once);
+            let mut seen = Vec::new();
+            for claim in &claims {
+                let requirement = state.requirements(&[claim]);
+                let risky = state.risky_nodes(index, &requirement);
+                let next = requirement
+                    .anchor()
+                    .map(|anchor| state.next_possible(index, anchor, 0));
+                seen.push(format!("{risky:?} {next:?}"));
+            }
+            let per_node: Vec<_> = state.families.iter().map(|f| &f.per_node).collect();
+            format!("{seen:?}\n{:?}\n{per_node:?}", state.tables)
+        };
+        let one = run(1, false);
+        assert!(one.contains("keys"), "no table built");
+        assert_eq!(run(3, true), one);
+        assert_eq!(run(2, false), one);
     }
 }

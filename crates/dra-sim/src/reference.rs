@@ -20,7 +20,8 @@ use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
 use crate::claims::{ClaimStore, MadeClaims, PodClaimError, TemplateMaker, namespace_of};
 use crate::parallel::{
-    CLAIMS_AHEAD_BATCH, CLAIMS_AHEAD_BATCHES, CLAIMS_AHEAD_MIN_PODS, claims_ahead, thread_count,
+    CLAIMS_AHEAD_BATCH, CLAIMS_AHEAD_BATCHES, CLAIMS_AHEAD_MIN_PODS, claims_ahead, map_in_order,
+    thread_count,
 };
 use crate::report::{PodOutcome, PodStatus, Report};
 use crate::{SimError, SimInput, Snapshot};
@@ -177,15 +178,15 @@ impl KnownRejections {
         if enabled {
             // The lowest position that sees each pool, then per node the lowest over its pools.
             // A node whose pools cannot be gathered gets no allocation, so it needs none.
-            let pool_keys: Vec<Vec<u32>> = nodes
-                .iter()
-                .map(|node| {
+            // Gathering a node's pools is most of a large loop's first pod, and the index keeps
+            // them for the allocator: on several threads where that pays.
+            let (pool_keys, _): (Vec<Vec<u32>>, _) =
+                map_in_order(nodes, thread_count(0), false, |node| {
                     index
                         .node_pools(*node)
                         .map(|p| p.pools.iter().map(|pool| pool.pool_key).collect())
                         .unwrap_or_default()
-                })
-                .collect();
+                });
             let mut lowest_of_pool = vec![usize::MAX; index.num_pool_keys()];
             for (position, keys) in pool_keys.iter().enumerate() {
                 for key in keys {

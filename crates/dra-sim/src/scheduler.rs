@@ -918,6 +918,10 @@ impl<'a> Engine<'a> {
         if self.decides_by_class() {
             self.classes = Some(NodeClasses::new(&self.nodes, &self.rank));
             self.devices.set_ranks(&self.rank);
+            self.devices.set_threads(
+                crate::parallel::thread_count(self.options.threads),
+                self.options.threads_at_once,
+            );
         }
         for (position, p) in queue.into_iter().enumerate() {
             self.results[p].queue_position = Some(position);
