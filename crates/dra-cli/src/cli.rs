@@ -96,9 +96,9 @@ pub struct SimulateArgs {
     /// Node choice among feasible nodes.
     #[arg(long, value_enum, default_value_t = NodePick::Scored)]
     pub node_pick: NodePick,
-    /// Threads that filter the nodes of one pod at once (0: one per core); the others start
-    /// only for a pod whose nodes would take one thread over a millisecond. The answer is the
-    /// same for any number.
+    /// Threads that filter the nodes of one pod at once, and that build the scored modes'
+    /// pre-check tables of all nodes (0: one per core); the others start only for work that
+    /// would take one thread over a millisecond. The answer is the same for any number.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub threads: usize,
     #[command(flatten)]
