@@ -406,17 +406,20 @@ mod tests {
     #[test]
     fn a_panic_ahead_reaches_the_scope() {
         let items: Vec<u32> = (0..100).collect();
+        // Kept outside the scope, whose panic would hide a failed assertion inside it.
+        let got = std::sync::Mutex::new(Vec::new());
         let outcome = std::panic::catch_unwind(|| {
             std::thread::scope(|scope| {
-                let got: Vec<u32> = map_ahead(scope, &items, 10, 2, |x| {
+                let results = map_ahead(scope, &items, 10, 2, |x| {
                     assert!(*x != 42, "item 42");
                     *x
-                })
-                .collect();
-                // The results before the failing batch, then the end.
-                assert_eq!(got, (0..40).collect::<Vec<u32>>());
+                });
+                got.lock().expect("not poisoned").extend(results);
             })
         });
-        assert!(outcome.is_err());
+        assert!(outcome.is_err(), "the helper's panic reached the caller");
+        // The results before the failing batch, then the end.
+        let got = got.into_inner().expect("not poisoned");
+        assert_eq!(got, (0..40).collect::<Vec<u32>>());
     }
 }
