@@ -10,14 +10,20 @@
 //! The allocator only reads the allocated state while a pod is filtered; what it writes are
 //! memoized answers (node pools, selector results, rejections), which are the same whichever
 //! thread computes them first.
+//!
+//! The same map builds what is computed per node before the pods need it (every node's pools
+//! for the reference loop, a selector family's pre-check tables for the scheduler model), and
+//! [`claims_ahead`] decides when the reference loop's claims from templates are made ahead on
+//! a helper thread.
 
 use std::time::Duration;
 
 /// Below this many items a second thread costs more to start than it saves.
 pub(crate) const MIN_PARALLEL_ITEMS: usize = 32;
 
-/// How long the rest of a pod's allocator runs must promise to take one thread before more
-/// threads start ([`SimOptions::threads_at_once`](crate::SimOptions)): starting and joining
+/// How long the rest of a pod's allocator runs (or of the nodes' pools and pre-check tables)
+/// must promise to take one thread before more threads start
+/// ([`SimOptions::threads_at_once`](crate::SimOptions)): starting and joining
 /// a thread took 0.2-0.3 ms on a 2-CPU VM, and hgx-mixed at 99 and 300 nodes ran 15-20%
 /// slower on two threads started at once than on one (BENCHMARKS.md, "Helper threads beside
 /// the caller").

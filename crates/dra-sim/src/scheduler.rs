@@ -144,13 +144,14 @@ pub struct SimOptions {
     /// filters and scores besides DRA and node affinity cannot tell apart, see the module
     /// documentation). The output is the same to the last field; it exists to test that.
     pub per_node: bool,
-    /// Threads that run the allocator on the nodes of one pod at once (0: one per core).
-    /// The output does not depend on it.
+    /// Threads that run the allocator on the nodes of one pod at once, and that build a
+    /// selector family's pre-check tables for every node (0: one per core). The output does
+    /// not depend on it.
     pub threads: usize,
-    /// Start the threads for a pod's nodes at once. By default they start only once the
-    /// allocator's runs so far show that the rest would take one thread over
-    /// [`crate::parallel::LONG_FILTER`]: a thread costs a few hundred microseconds to start and
-    /// join on a small machine, more than a quick pod's runs. The output does not depend on it.
+    /// Start those threads at once. By default they start only once the work done so far
+    /// shows that the rest would take one thread over [`crate::parallel::LONG_FILTER`]: a
+    /// thread costs a few hundred microseconds to start and join on a small machine, more
+    /// than a quick pod's runs. The output does not depend on it.
     pub threads_at_once: bool,
 }
 
