@@ -40,8 +40,8 @@ pub fn run_first_fit_every_node(input: &SimInput<'_>) -> Result<Report, SimError
 }
 
 /// [`run_first_fit`] with the claims from templates made ahead on a helper thread whatever
-/// the number of pods and cores (by default only from [`CLAIMS_AHEAD_MIN_PODS`] such pods
-/// on, with two cores or more). The report is the same; it exists to test that.
+/// the number of pods and cores (by default only from 1,000 such pods on, with two cores or
+/// more). The report is the same; it exists to test that.
 pub fn run_first_fit_claims_ahead(input: &SimInput<'_>) -> Result<Report, SimError> {
     run(input, &Snapshot::new(input)?, true, None, true)
 }

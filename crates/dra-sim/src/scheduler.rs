@@ -149,7 +149,7 @@ pub struct SimOptions {
     /// not depend on it.
     pub threads: usize,
     /// Start those threads at once. By default they start only once the work done so far
-    /// shows that the rest would take one thread over [`crate::parallel::LONG_FILTER`]: a
+    /// shows that the rest would take one thread over a millisecond (`LONG_FILTER`): a
     /// thread costs a few hundred microseconds to start and join on a small machine, more
     /// than a quick pod's runs. The output does not depend on it.
     pub threads_at_once: bool,
