@@ -27,9 +27,10 @@ use crate::output::Out;
 /// malloc a third of a simulation went to its bookkeeping and to first-touch page faults,
 /// which are expensive in virtual machines. mimalloc takes memory from the system in large
 /// segments (a few hundred page faults instead of tens of thousands); results are unchanged.
-/// Its v2 line (the workspace's `Cargo.toml` says why not v3).
+/// Its v2 line (the workspace's `Cargo.toml` says why not v3), asked the plain way for
+/// word-aligned blocks ([`dra_malloc`]).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: dra_malloc::Mimalloc = dra_malloc::Mimalloc;
 
 /// A bound for buffers that need not be larger (the JSON output's, the batches the reference
 /// loop hands its writer). A block within it shares a mimalloc page with the blocks of its
