@@ -6,6 +6,7 @@
 //! first error of a call is the same one upstream returns.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::{
@@ -81,11 +82,21 @@ pub enum ConstraintSpec {
     Empty,
 }
 
-/// A claim ready for [`crate::allocate`].
+/// A claim ready for [`crate::allocate`]: its name and its prepared spec.
+///
+/// The spec is shared ([`PreparedClaim::with_spec`]): claims made from one template have the
+/// same spec, and preparing it again for every pod cost more than anything else a pod's
+/// claims need. Its fields read through the claim (`claim.requests`).
 #[derive(Debug, Clone)]
 pub struct PreparedClaim {
     pub namespace: String,
     pub name: String,
+    spec: Arc<PreparedSpec>,
+}
+
+/// What preparation makes of a claim's spec; it depends on the spec and the index alone.
+#[derive(Debug)]
+pub struct PreparedSpec {
     pub requests: Vec<PreparedRequest>,
     pub constraints: Vec<ConstraintSpec>,
     pub config: Vec<DeviceClaimConfiguration>,
@@ -99,6 +110,14 @@ pub struct PreparedClaim {
     pub(crate) fit_key: Vec<u64>,
 }
 
+impl std::ops::Deref for PreparedClaim {
+    type Target = PreparedSpec;
+
+    fn deref(&self) -> &PreparedSpec {
+        &self.spec
+    }
+}
+
 impl PreparedClaim {
     /// `namespace/name`, as upstream's `klog.KObj` prints a claim.
     pub fn display_name(&self) -> String {
@@ -107,6 +126,36 @@ impl PreparedClaim {
 
     /// Prepares a claim; the claim's namespace defaults to `default`.
     pub fn new(index: &Index, claim: &ResourceClaim) -> PreparedClaim {
+        PreparedClaim {
+            namespace: claim
+                .metadata
+                .namespace
+                .clone()
+                .unwrap_or_else(|| "default".to_string()),
+            name: claim.metadata.name.clone().unwrap_or_default(),
+            spec: Arc::new(PreparedSpec::new(index, claim)),
+        }
+    }
+
+    /// A claim whose spec is one already prepared: the caller knows that the claim's spec
+    /// equals the one `spec` was prepared from, with the same index (a claim made from a
+    /// template whose spec was prepared for an earlier claim of that template).
+    pub fn with_spec(namespace: String, name: String, spec: Arc<PreparedSpec>) -> PreparedClaim {
+        PreparedClaim {
+            namespace,
+            name,
+            spec,
+        }
+    }
+
+    /// The prepared spec, to be shared with [`PreparedClaim::with_spec`].
+    pub fn spec(&self) -> &Arc<PreparedSpec> {
+        &self.spec
+    }
+}
+
+impl PreparedSpec {
+    fn new(index: &Index, claim: &ResourceClaim) -> PreparedSpec {
         let devices = claim.spec.as_ref().and_then(|s| s.devices.as_ref());
         let requests: Vec<PreparedRequest> = devices
             .and_then(|d| d.requests.as_deref())
@@ -137,15 +186,9 @@ impl PreparedClaim {
             .collect();
         let plain = is_plain(&requests, &constraints);
         let fit_key = fit_key(&requests);
-        PreparedClaim {
+        PreparedSpec {
             plain,
             fit_key,
-            namespace: claim
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".to_string()),
-            name: claim.metadata.name.clone().unwrap_or_default(),
             requests,
             constraints,
             config: devices.and_then(|d| d.config.clone()).unwrap_or_default(),

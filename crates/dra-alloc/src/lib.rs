@@ -51,7 +51,8 @@ use std::sync::Arc;
 use k8s_openapi::api::resource::v1::AllocationResult;
 
 pub use claims::{
-    AllocationMode, ConstraintSpec, PreparedClaim, PreparedRequest, RequestBody, RequestSpec,
+    AllocationMode, ConstraintSpec, PreparedClaim, PreparedRequest, PreparedSpec, RequestBody,
+    RequestSpec,
 };
 pub use index::{
     AttrValue, Capacity, ClassEntry, ClassId, DeviceEntry, DeviceIdx, DeviceKey, Index, IndexError,

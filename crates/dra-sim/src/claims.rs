@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::hash::BuildHasherDefault;
+use std::sync::Arc;
 
 use dra_alloc::hashing::WordHasher;
+use dra_alloc::{Index, PreparedClaim, PreparedSpec};
 use indexmap::IndexMap;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{
@@ -233,19 +235,21 @@ impl ClaimStore {
     /// from templates as `<pod name>-<pod claim name>` (the real controller appends a random
     /// suffix; a simulation must be reproducible).
     pub fn claims_of_pod(&mut self, pod: &Pod) -> Result<Vec<String>, PodClaimError> {
-        self.claims_of_pod_made(pod, &mut MadeClaims::default())
+        let claims = self.claims_of_pod_made(pod, &mut MadeClaims::default())?;
+        Ok(claims.into_iter().map(|(name, _)| name).collect())
     }
 
     /// [`ClaimStore::claims_of_pod`], taking the claims it creates from `made` where they
-    /// were made ahead ([`TemplateMaker`]).
-    pub(crate) fn claims_of_pod_made(
+    /// were made ahead ([`TemplateMaker`]). Each name comes with the name of the template the
+    /// claim was made from by this call, whose spec it has; `None` for a claim that was there.
+    pub(crate) fn claims_of_pod_made<'p>(
         &mut self,
-        pod: &Pod,
+        pod: &'p Pod,
         made: &mut MadeClaims,
-    ) -> Result<Vec<String>, PodClaimError> {
+    ) -> Result<Vec<(String, Option<&'p str>)>, PodClaimError> {
         let namespace = namespace_of(&pod.metadata);
         let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-        let mut names: Vec<String> = Vec::new();
+        let mut names: Vec<(String, Option<&'p str>)> = Vec::new();
         for entry in pod
             .spec
             .as_ref()
@@ -258,32 +262,96 @@ impl ClaimStore {
                         "resourceclaim \"{claim_name}\" not found"
                     )));
                 }
-                claim_name.clone()
+                (claim_name.clone(), None)
             } else if let Some(template_name) = &entry.resource_claim_template_name {
                 let generated = generated_claim_name(pod_name, &entry.name);
                 let key = (namespace.to_string(), generated.clone());
-                if !self.claims.contains(&key.0, &key.1)
-                    && self
-                        .create_from_template(key, template_name, pod, &entry.name, None, made)
-                        .is_none()
+                if self.claims.contains(&key.0, &key.1) {
+                    (generated, None)
+                } else if self
+                    .create_from_template(key, template_name, pod, &entry.name, None, made)
+                    .is_some()
                 {
+                    (generated, Some(template_name.as_str()))
+                } else {
                     return Err(PodClaimError(format!(
                         "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet: resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found"
                     )));
                 }
-                generated
             } else {
                 return Err(PodClaimError(format!(
                     "pod \"{namespace}/{pod_name}\", spec.resourceClaims[{:?}]: none of the supported fields are set",
                     entry.name
                 )));
             };
-            if !names.contains(&name) {
+            if !names.iter().any(|(known, _)| *known == name.0) {
                 names.push(name);
             }
         }
         Ok(names)
     }
+}
+
+/// The prepared specs of the claims a simulation makes from templates, by template
+/// (namespace, name). Every claim made from a template has the template's spec, so the spec
+/// is prepared for the first of them and shared by the others ([`PreparedClaim::with_spec`]);
+/// a claim that was in the store already (made by the input's controller, perhaps from an
+/// older version of the template) is prepared from its own spec.
+#[derive(Debug, Default)]
+pub(crate) struct TemplateSpecs(BTreeMap<String, Names<Arc<PreparedSpec>>>);
+
+impl TemplateSpecs {
+    /// The claim `namespace/name` made from `template`, with the spec prepared for that
+    /// template, if one was.
+    pub(crate) fn shared(
+        &self,
+        namespace: &str,
+        name: &str,
+        template: &str,
+    ) -> Option<PreparedClaim> {
+        let spec = self.0.get(namespace)?.get(template)?;
+        Some(PreparedClaim::with_spec(
+            namespace.to_string(),
+            name.to_string(),
+            Arc::clone(spec),
+        ))
+    }
+
+    /// The claim prepared for the allocator; `template`: the template the claim was just
+    /// made from in the claim's namespace, if it was.
+    pub(crate) fn prepare(
+        &mut self,
+        index: &Index,
+        claim: &ResourceClaim,
+        template: Option<&str>,
+    ) -> PreparedClaim {
+        let Some(template) = template else {
+            return PreparedClaim::new(index, claim);
+        };
+        let namespace = namespace_of(&claim.metadata);
+        let name = claim.metadata.name.as_deref().unwrap_or_default();
+        if let Some(prepared) = self.shared(namespace, name, template) {
+            return prepared;
+        }
+        let prepared = PreparedClaim::new(index, claim);
+        self.0
+            .entry(namespace.to_string())
+            .or_default()
+            .insert(template.to_string(), Arc::clone(prepared.spec()));
+        prepared
+    }
+}
+
+/// The template named by the pod's `spec.resourceClaims` entry `pod_claim_name`.
+pub(crate) fn template_of<'p>(pod: &'p Pod, pod_claim_name: &str) -> Option<&'p str> {
+    pod.spec
+        .as_ref()?
+        .resource_claims
+        .as_deref()?
+        .iter()
+        .find(|entry| entry.name == pod_claim_name)?
+        .resource_claim_template_name
+        .as_deref()
 }
 
 /// One entry of a pod's `spec.resourceClaims`, resolved to a claim of the store.
@@ -294,6 +362,9 @@ pub struct PodClaim {
     pub claim_name: String,
     /// Created from a ResourceClaimTemplate (by the input's controller or by the simulation).
     pub from_template: bool,
+    /// Created by this resolution from the template its entry names: its spec is that
+    /// template's (so a spec prepared for the template serves it, [`TemplateSpecs`]).
+    pub made_now: bool,
 }
 
 /// Whether resolving a pod's claims creates missing claims from templates.
@@ -401,6 +472,7 @@ impl ClaimStore {
                                 pod_claim_name: entry.name.clone(),
                                 claim_name: created,
                                 from_template: true,
+                                made_now: true,
                             });
                             continue;
                         }
@@ -433,6 +505,7 @@ impl ClaimStore {
                     pod_claim_name: entry.name.clone(),
                     claim_name,
                     from_template,
+                    made_now: false,
                 });
             }
         }

@@ -18,7 +18,9 @@ use dra_alloc::{AllocatedState, Index, NodeId, Outcome, PreparedClaim, allocate,
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
-use crate::claims::{ClaimStore, MadeClaims, PodClaimError, TemplateMaker, namespace_of};
+use crate::claims::{
+    ClaimStore, MadeClaims, PodClaimError, TemplateMaker, TemplateSpecs, namespace_of,
+};
 use crate::parallel::{
     CLAIMS_AHEAD_BATCH, CLAIMS_AHEAD_BATCHES, CLAIMS_AHEAD_MIN_PODS, claims_ahead, map_in_order,
     thread_count,
@@ -114,6 +116,7 @@ fn run(
     };
     let ahead =
         claims_ahead_always || claims_ahead(&input.pods, thread_count(0), CLAIMS_AHEAD_MIN_PODS);
+    let mut specs = TemplateSpecs::default();
     std::thread::scope(|scope| {
         let maker = TemplateMaker::new(input);
         let mut made = ahead.then(|| {
@@ -130,7 +133,7 @@ fn run(
             let (outcome, skipped) = schedule_pod(
                 index,
                 &mut state,
-                &mut claims,
+                (&mut claims, &mut specs),
                 &nodes,
                 &mut known,
                 (pod, &mut made),
@@ -241,7 +244,7 @@ enum Record {
 fn schedule_pod(
     index: &Index,
     state: &mut AllocatedState,
-    claims: &mut ClaimStore,
+    (claims, specs): (&mut ClaimStore, &mut TemplateSpecs),
     nodes: &[NodeId],
     known: &mut KnownRejections,
     (pod, made): (&Pod, &mut MadeClaims),
@@ -250,7 +253,7 @@ fn schedule_pod(
     let namespace = namespace_of(&pod.metadata);
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
     let mut outcome = PodOutcome::new([namespace, "/", pod_name].concat());
-    let claim_names = match claims.claims_of_pod_made(pod, made) {
+    let pod_claims = match claims.claims_of_pod_made(pod, made) {
         Ok(names) => names,
         Err(PodClaimError(message)) => {
             outcome.status = PodStatus::Unschedulable;
@@ -259,19 +262,19 @@ fn schedule_pod(
         }
     };
     // Already allocated claims only restrict the node; the others are allocated together.
-    let mut to_allocate = Vec::with_capacity(claim_names.len());
-    let mut prepared = Vec::with_capacity(claim_names.len());
+    let mut to_allocate = Vec::with_capacity(pod_claims.len());
+    let mut prepared = Vec::with_capacity(pod_claims.len());
     let mut pinned = Vec::new();
-    for name in &claim_names {
+    for (name, template) in pod_claims {
         // `claims_of_pod` only returns names of claims in the store.
-        let Some(claim) = claims.get(namespace, name) else {
+        let Some(claim) = claims.get(namespace, &name) else {
             continue;
         };
         match claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
             Some(allocation) => pinned.push(allocation.node_selector.clone()),
             None => {
-                to_allocate.push(name.clone());
-                prepared.push(PreparedClaim::new(index, claim));
+                prepared.push(specs.prepare(index, claim, template));
+                to_allocate.push(name);
             }
         }
     }

@@ -47,7 +47,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use serde::Serialize;
 
 use crate::Snapshot;
-use crate::claims::{ClaimStore, PodClaim, PodClaimError, key_of, namespace_of, pod_uid};
+use crate::claims::{
+    ClaimStore, PodClaim, PodClaimError, TemplateSpecs, key_of, namespace_of, pod_uid, template_of,
+};
 use crate::classes::NodeClasses;
 use crate::devices::{ClaimKey, DeviceState, Requirement};
 use crate::explain::{Diagnosis, ExplainContext, NodeVerdict, PodRef};
@@ -495,6 +497,8 @@ struct Engine<'a> {
     index: &'a Index,
     mapping: ExtendedResourceMapping,
     claims: ClaimStore,
+    /// The specs of claims made from templates, prepared once per template.
+    template_specs: TemplateSpecs,
     devices: DeviceState,
     nodes: Vec<SimNode>,
     node_names: Vec<String>,
@@ -639,6 +643,7 @@ impl<'a> Engine<'a> {
             index,
             mapping,
             claims,
+            template_specs: TemplateSpecs::default(),
             devices,
             nodes,
             node_names,
@@ -958,6 +963,18 @@ impl<'a> Engine<'a> {
         let namespace = self.pods[p].namespace;
         for claim_ref in &claims {
             let key = (namespace.to_string(), claim_ref.claim_name.clone());
+            // A claim just made from a template whose spec was prepared (and checked below)
+            // for an earlier claim: the same spec, the same checks, the same preparation.
+            let template = claim_ref
+                .made_now
+                .then(|| template_of(pod, &claim_ref.pod_claim_name))
+                .flatten();
+            if let Some(prepared) =
+                template.and_then(|t| self.template_specs.shared(&key.0, &key.1, t))
+            {
+                attempt.to_allocate.push((key, prepared));
+                continue;
+            }
             let Some(claim) = self.claims.get(&key.0, &key.1) else {
                 continue;
             };
@@ -1017,7 +1034,7 @@ impl<'a> Engine<'a> {
                     }
                 }
             }
-            let prepared = PreparedClaim::new(self.index, claim);
+            let prepared = self.template_specs.prepare(self.index, claim, template);
             attempt.to_allocate.push((key, prepared));
         }
         for (_, claim) in &attempt.to_allocate {
