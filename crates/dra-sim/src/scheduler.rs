@@ -35,6 +35,7 @@
 //! answers are walked in node order afterwards: the result does not depend on the threads.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use dra_alloc::{AllocationMode, Index, NodeId, Outcome, PreparedClaim, RequestBody, allocate};
 use k8s_openapi::api::core::v1::{
@@ -404,7 +405,7 @@ struct Variant {
     offered: Vec<bool>,
     special: Option<SpecialVariant>,
     /// The device pre-check's view of the claims, built on first use.
-    requirement: Option<Requirement>,
+    requirement: Option<Arc<Requirement>>,
 }
 
 /// What PreFilter found for a pod, reused for every node.
@@ -422,6 +423,9 @@ struct Attempt {
     node_offers: Vec<bool>,
     has_all_mode: bool,
     has_first_available: bool,
+    /// Every claim to allocate has a spec the engine's [`TemplateSpecs`] holds (so the
+    /// specs' addresses name them for as long as the engine lives).
+    specs_held: bool,
 }
 
 /// A node class that passes the filters besides node affinity, for one pod.
@@ -499,6 +503,9 @@ struct Engine<'a> {
     claims: ClaimStore,
     /// The specs of claims made from templates, prepared once per template.
     template_specs: TemplateSpecs,
+    /// The device pre-check's view of the claims of pods whose claims all have specs held by
+    /// `template_specs`, by the specs' addresses in claim order.
+    shared_requirements: HashMap<Vec<usize>, Arc<Requirement>>,
     devices: DeviceState,
     nodes: Vec<SimNode>,
     node_names: Vec<String>,
@@ -644,6 +651,7 @@ impl<'a> Engine<'a> {
             mapping,
             claims,
             template_specs: TemplateSpecs::default(),
+            shared_requirements: HashMap::new(),
             devices,
             nodes,
             node_names,
@@ -951,6 +959,7 @@ impl<'a> Engine<'a> {
             node_offers: Vec::new(),
             has_all_mode: false,
             has_first_available: false,
+            specs_held: true,
         };
         // The pod's requests in whole units and their classes, as the node filter has them.
         let facts = &self.pods[p].facts;
@@ -969,6 +978,7 @@ impl<'a> Engine<'a> {
                 .made_now
                 .then(|| template_of(pod, &claim_ref.pod_claim_name))
                 .flatten();
+            attempt.specs_held &= template.is_some();
             if let Some(prepared) =
                 template.and_then(|t| self.template_specs.shared(&key.0, &key.1, t))
             {
@@ -1143,6 +1153,37 @@ impl<'a> Engine<'a> {
         claims
     }
 
+    /// Builds the device pre-check's view of a variant's claims, once per variant. Pods whose
+    /// claims all have specs held by [`TemplateSpecs`] (claims from templates, no special
+    /// claim) share it per combination of specs: it depends on the specs alone.
+    fn fill_requirement(&mut self, attempt: &mut Attempt, variant: usize) {
+        if attempt.variants[variant].requirement.is_some() {
+            return;
+        }
+        let key: Option<Vec<usize>> =
+            (attempt.specs_held && attempt.variants[variant].special.is_none()).then(|| {
+                attempt
+                    .to_allocate
+                    .iter()
+                    .map(|(_, claim)| Arc::as_ptr(claim.spec()) as usize)
+                    .collect()
+            });
+        let shared = key
+            .as_ref()
+            .and_then(|key| self.shared_requirements.get(key))
+            .cloned();
+        let requirement = shared.unwrap_or_else(|| {
+            let claims = Self::claims_for(attempt, variant);
+            let requirement = Arc::new(self.devices.requirements(&claims));
+            if let Some(key) = key {
+                self.shared_requirements
+                    .insert(key, Arc::clone(&requirement));
+            }
+            requirement
+        });
+        attempt.variants[variant].requirement = Some(requirement);
+    }
+
     /// The claims of a variant with their names, for a diagnosis.
     fn named_claims(
         &self,
@@ -1199,11 +1240,7 @@ impl<'a> Engine<'a> {
                 risky: false,
             });
         }
-        if attempt.variants[variant].requirement.is_none() {
-            let claims = Self::claims_for(attempt, variant);
-            let requirement = self.devices.requirements(&claims);
-            attempt.variants[variant].requirement = Some(requirement);
-        }
+        self.fill_requirement(attempt, variant);
         let Some(requirement) = attempt.variants[variant].requirement.as_ref() else {
             return Check::Rejected(rejected(variant, Rejection::Devices));
         };
@@ -1413,11 +1450,7 @@ impl<'a> Engine<'a> {
             return None;
         }
         for c in passing {
-            if attempt.variants[c.variant].requirement.is_none() {
-                let claims = Self::claims_for(attempt, c.variant);
-                let requirement = self.devices.requirements(&claims);
-                attempt.variants[c.variant].requirement = Some(requirement);
-            }
+            self.fill_requirement(attempt, c.variant);
         }
         // No candidate may be one where the allocator could meet a selector or pool error.
         for c in passing {
@@ -1457,7 +1490,7 @@ impl<'a> Engine<'a> {
                 .all(|&(_, i)| passing[i].variant == variant)
                 .then(|| attempt.variants[variant].requirement.as_ref())
                 .flatten()
-                .and_then(Requirement::anchor);
+                .and_then(|requirement| requirement.anchor());
             let mut members = classes.stream(&group_classes);
             let mut from = 0u32;
             while let Some((rank, position)) = members.seek(from) {
