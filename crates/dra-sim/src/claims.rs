@@ -363,7 +363,7 @@ pub struct PodClaim {
     /// Created from a ResourceClaimTemplate (by the input's controller or by the simulation).
     pub from_template: bool,
     /// Created by this resolution from the template its entry names: its spec is that
-    /// template's (so a spec prepared for the template serves it, [`TemplateSpecs`]).
+    /// template's (so the spec prepared for the template serves it).
     pub made_now: bool,
 }
 
