@@ -9,7 +9,7 @@
 //! * [`simulate`] is the scheduler model ([`scheduler`]): running pods and their devices, the
 //!   device taint eviction controller ([`taints`]), the queue by priority without preemption for
 //!   DRA devices, node fit besides DRA ([`fit`]), extended resources served by DRA or by the
-//!   device plugin ([`extended`]), the default profile's scores ([`score`]), and for every
+//!   device plugin (module `extended`), the default profile's scores ([`score`]), and for every
 //!   pending pod a [`Diagnosis`] per node, claim and request ([`explain`]).
 //!
 //! Key decision: the model is exact where kube-scheduler is deterministic and documents where it

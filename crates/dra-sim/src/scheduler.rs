@@ -31,7 +31,7 @@
 //! (kube-scheduler's node list interleaves zones).
 //!
 //! When every node is filtered (all nodes considered, scores that can differ), the allocator
-//! runs on the candidates on [`SimOptions::threads`] threads ([`crate::parallel`]), and the
+//! runs on the candidates on [`SimOptions::threads`] threads (module `parallel`), and the
 //! answers are walked in node order afterwards: the result does not depend on the threads.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
