@@ -344,14 +344,9 @@ impl TemplateSpecs {
 
 /// The template named by the pod's `spec.resourceClaims` entry `pod_claim_name`.
 pub(crate) fn template_of<'p>(pod: &'p Pod, pod_claim_name: &str) -> Option<&'p str> {
-    pod.spec
-        .as_ref()?
-        .resource_claims
-        .as_deref()?
-        .iter()
-        .find(|entry| entry.name == pod_claim_name)?
-        .resource_claim_template_name
-        .as_deref()
+    template_entries(pod)
+        .find(|(entry, _)| *entry == pod_claim_name)
+        .map(|(_, template)| template)
 }
 
 /// One entry of a pod's `spec.resourceClaims`, resolved to a claim of the store.
