@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::hash::BuildHasherDefault;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use dra_alloc::hashing::WordHasher;
 use dra_alloc::{Index, PreparedClaim, PreparedSpec};
@@ -27,11 +27,127 @@ pub const POD_CLAIM_NAME_ANNOTATION: &str = "resource.kubernetes.io/pod-claim-na
 /// Every claim of the simulation by (namespace, name), including generated ones.
 #[derive(Debug, Clone, Default)]
 pub struct ClaimStore {
-    /// Boxed: a claim is several hundred bytes, and a B-tree node holds room for eleven
-    /// values; claims created in name order leave nodes half full and move whole values at
-    /// every split.
-    claims: ByNamespace<Box<ResourceClaim>>,
-    templates: ByNamespace<ResourceClaimTemplate>,
+    claims: ByNamespace<StoredClaim>,
+    /// Shared with the claims made from them ([`LeanClaim`]).
+    templates: ByNamespace<Arc<ResourceClaimTemplate>>,
+}
+
+/// A claim as the store holds it. Boxed either way: a claim is several hundred bytes, and a
+/// hash map's slots and a B-tree's nodes hold room for more values than they hold.
+#[derive(Debug, Clone)]
+enum StoredClaim {
+    Object(Box<ResourceClaim>),
+    /// Made by the scheduler model from a template, kept as what it is made of.
+    Made(Box<LeanClaim>),
+}
+
+/// A claim the scheduler model made from a template for a pod, kept as the template, the
+/// pod's names and the claim's status until someone asks for the object: every such claim
+/// is the template's spec and metadata with the same few fields filled in, and a run that
+/// prints no claims (`-o json`) never asks. Making the object for each took a sixth of a
+/// scored pod's instructions and a third of the memory a scored run adds while it
+/// schedules (BENCHMARKS.md, "Claims made from templates kept lean").
+#[derive(Debug, Clone)]
+struct LeanClaim {
+    template: Arc<ResourceClaimTemplate>,
+    pod_name: String,
+    pod_claim_name: String,
+    owner_uid: String,
+    status: Option<ResourceClaimStatus>,
+    /// The object, made the first time it is read through a shared reference; a change of
+    /// status afterwards turns the entry into [`StoredClaim::Object`].
+    object: OnceLock<Box<ResourceClaim>>,
+}
+
+impl StoredClaim {
+    /// The object; a made claim's is made now if it was not yet.
+    fn object(&self, namespace: &str, name: &str) -> &ResourceClaim {
+        match self {
+            StoredClaim::Object(claim) => claim,
+            StoredClaim::Made(made) => made
+                .object
+                .get_or_init(|| Box::new(made.to_object(namespace, name))),
+        }
+    }
+
+    fn into_object(self, namespace: &str, name: &str) -> Box<ResourceClaim> {
+        match self {
+            StoredClaim::Object(claim) => claim,
+            StoredClaim::Made(mut made) => match made.object.take() {
+                Some(claim) => claim,
+                None => Box::new(made.to_object(namespace, name)),
+            },
+        }
+    }
+
+    fn status(&self) -> Option<&ResourceClaimStatus> {
+        match self {
+            StoredClaim::Object(claim) => claim.status.as_ref(),
+            StoredClaim::Made(made) => made.status.as_ref(),
+        }
+    }
+
+    /// The status to change. A made claim whose object was made becomes that object, so
+    /// that the object and the status never differ.
+    fn status_mut(&mut self) -> &mut Option<ResourceClaimStatus> {
+        if let StoredClaim::Made(made) = self
+            && let Some(claim) = made.object.take()
+        {
+            *self = StoredClaim::Object(claim);
+        }
+        match self {
+            StoredClaim::Object(claim) => &mut claim.status,
+            StoredClaim::Made(made) => &mut made.status,
+        }
+    }
+
+    fn is_being_deleted(&self) -> bool {
+        match self {
+            StoredClaim::Object(claim) => claim.metadata.deletion_timestamp.is_some(),
+            StoredClaim::Made(_) => false,
+        }
+    }
+
+    /// `metav1.IsControlledBy(claim, pod)` by UID, or by name for an input pod without one.
+    fn controlled_by(&self, pod: &Pod, uid: &str) -> bool {
+        match self {
+            StoredClaim::Object(claim) => controlled_by(claim, pod, uid),
+            // Its one owner reference: the pod it was made for, a controller.
+            StoredClaim::Made(made) => {
+                made.owner_uid == uid
+                    || (pod.metadata.uid.is_none()
+                        && pod.metadata.name.as_deref() == Some(made.pod_name.as_str()))
+            }
+        }
+    }
+
+    /// Whether the claim's controller is the pod with this UID.
+    fn controlled_by_uid(&self, uid: &str) -> bool {
+        match self {
+            StoredClaim::Object(claim) => claim
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && o.kind == "Pod" && o.uid == uid),
+            StoredClaim::Made(made) => made.owner_uid == uid,
+        }
+    }
+}
+
+impl LeanClaim {
+    fn to_object(&self, namespace: &str, name: &str) -> ResourceClaim {
+        let mut claim = claim_from_template(
+            &self.template,
+            namespace,
+            &self.pod_name,
+            name,
+            &self.pod_claim_name,
+            &self.owner_uid,
+        );
+        claim.status = self.status.clone();
+        claim
+    }
 }
 
 /// Objects by namespace, then name, looked up with borrowed names (a key of two `String`s
@@ -87,16 +203,31 @@ impl<V> ByNamespace<V> {
         Some(value)
     }
 
-    /// In (namespace, name) order.
-    fn values(&self) -> impl Iterator<Item = &V> {
-        self.0.values().flat_map(|names| by_name(names.iter()))
+    /// (namespace, name, value) in (namespace, name) order.
+    fn entries(&self) -> impl Iterator<Item = (&str, &str, &V)> {
+        self.0.iter().flat_map(|(namespace, names)| {
+            by_name(
+                names
+                    .iter()
+                    .map(|(name, value)| (name, (name.as_str(), value))),
+            )
+            .map(move |(name, value)| (namespace.as_str(), name, value))
+        })
     }
 
-    /// In (namespace, name) order.
-    fn into_values(self) -> impl Iterator<Item = V> {
-        self.0
-            .into_values()
-            .flat_map(|names| by_name(names.into_iter()))
+    /// `f(namespace, name, value)` of every entry, in (namespace, name) order.
+    fn into_mapped<T>(self, mut f: impl FnMut(&str, &str, V) -> T) -> Vec<T> {
+        let mut out = Vec::new();
+        for (namespace, names) in self.0 {
+            let mut sorted: Vec<(String, V)> = names.into_iter().collect();
+            sorted.sort_by(|a, b| a.0.cmp(&b.0));
+            out.extend(
+                sorted
+                    .into_iter()
+                    .map(|(name, value)| f(&namespace, &name, value)),
+            );
+        }
+        out
     }
 }
 
@@ -135,39 +266,67 @@ impl ClaimStore {
             let key = key_of(&claim.metadata);
             store
                 .claims
-                .insert_first(key, || Box::new((*claim).clone()));
+                .insert_first(key, || StoredClaim::Object(Box::new((*claim).clone())));
         }
         for template in &input.templates {
             let key = key_of(&template.metadata);
-            store.templates.insert_first(key, || (*template).clone());
+            store
+                .templates
+                .insert_first(key, || Arc::new((*template).clone()));
         }
         store
     }
 
     /// Claims that have an allocation, in (namespace, name) order.
     pub fn allocated(&self) -> impl Iterator<Item = (&ResourceClaim, &AllocationResult)> {
-        self.claims.values().filter_map(|c| {
-            c.status
-                .as_ref()
-                .and_then(|s| s.allocation.as_ref())
-                .map(|a| (&**c, a))
-        })
+        self.claims
+            .entries()
+            .filter(|(_, _, c)| c.status().is_some_and(|s| s.allocation.is_some()))
+            .filter_map(|(namespace, name, c)| {
+                let claim = c.object(namespace, name);
+                let allocation = claim.status.as_ref()?.allocation.as_ref()?;
+                Some((claim, allocation))
+            })
     }
 
+    /// The claim `namespace/name`; a claim the model made from a template is made into an
+    /// object now, if it was not yet.
     pub fn get(&self, namespace: &str, name: &str) -> Option<&ResourceClaim> {
-        self.claims.get(namespace, name).map(|claim| &**claim)
+        self.claims
+            .get(namespace, name)
+            .map(|claim| claim.object(namespace, name))
+    }
+
+    /// Whether the store has the claim `namespace/name`.
+    pub fn contains(&self, namespace: &str, name: &str) -> bool {
+        self.claims.contains(namespace, name)
+    }
+
+    /// The status of the claim `namespace/name` (`None`: no such claim, or no status).
+    pub fn status(&self, namespace: &str, name: &str) -> Option<&ResourceClaimStatus> {
+        self.claims.get(namespace, name)?.status()
+    }
+
+    /// Whether the claim `namespace/name` exists and its controller is the pod with this UID.
+    pub fn controlled_by_uid(&self, namespace: &str, name: &str, uid: &str) -> bool {
+        self.claims
+            .get(namespace, name)
+            .is_some_and(|claim| claim.controlled_by_uid(uid))
     }
 
     /// Every claim in (namespace, name) order.
     pub fn all(&self) -> impl Iterator<Item = &ResourceClaim> {
-        self.claims.values().map(|claim| &**claim)
+        self.claims
+            .entries()
+            .map(|(namespace, name, claim)| claim.object(namespace, name))
     }
 
     /// Every claim in (namespace, name) order, taken out of the store as it holds them (boxed:
     /// a simulation's answer is most of its memory, and unboxing copied every claim once more
     /// at the peak).
     pub fn into_all(self) -> Vec<Box<ResourceClaim>> {
-        self.claims.into_values().collect()
+        self.claims
+            .into_mapped(|namespace, name, claim| claim.into_object(namespace, name))
     }
 
     /// Sets a claim's allocation and reserves it for the pod, with one lookup.
@@ -181,7 +340,7 @@ impl ClaimStore {
     ) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
             let status = claim
-                .status
+                .status_mut()
                 .get_or_insert_with(ResourceClaimStatus::default);
             status.allocation = Some(allocation);
             reserve_in(status, pod_name, pod_uid);
@@ -191,14 +350,14 @@ impl ClaimStore {
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
             claim
-                .status
+                .status_mut()
                 .get_or_insert_with(ResourceClaimStatus::default)
                 .allocation = Some(allocation);
         }
     }
 
     /// Creates the claim `key` (namespace, generated name) from the template in the pod's
-    /// namespace, owned by the pod (with `owner_uid` when given); returns the claim's name,
+    /// namespace, owned by the pod (by its UID as the input has it); returns the claim's name,
     /// `None` when the template is missing.
     ///
     /// A claim in `made` for the same entry, template, name and owner is taken instead of
@@ -209,17 +368,18 @@ impl ClaimStore {
         template_name: &str,
         pod: &Pod,
         pod_claim_name: &str,
-        owner_uid: Option<&str>,
         made: &mut MadeClaims,
     ) -> Option<String> {
-        let owner_uid = owner_uid.unwrap_or(pod.metadata.uid.as_deref().unwrap_or_default());
+        let owner_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let claim = match made.take_claim(&key, template_name, pod_claim_name, owner_uid) {
             Some(claim) => claim,
             None => {
                 let template = self.templates.get(&key.0, template_name)?;
+                let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
                 Box::new(claim_from_template(
                     template,
-                    pod,
+                    &key.0,
+                    pod_name,
                     &key.1,
                     pod_claim_name,
                     owner_uid,
@@ -227,7 +387,31 @@ impl ClaimStore {
             }
         };
         let name = key.1.clone();
-        self.claims.insert(key, claim);
+        self.claims.insert(key, StoredClaim::Object(claim));
+        Some(name)
+    }
+
+    /// [`ClaimStore::create_from_template`] for the scheduler model, owned by the pod with
+    /// `owner_uid`: the claim is kept as a [`LeanClaim`].
+    fn make_from_template(
+        &mut self,
+        key: (String, String),
+        template_name: &str,
+        pod_name: &str,
+        pod_claim_name: &str,
+        owner_uid: &str,
+    ) -> Option<String> {
+        let template = Arc::clone(self.templates.get(&key.0, template_name)?);
+        let made = LeanClaim {
+            template,
+            pod_name: pod_name.to_string(),
+            pod_claim_name: pod_claim_name.to_string(),
+            owner_uid: owner_uid.to_string(),
+            status: None,
+            object: OnceLock::new(),
+        };
+        let name = key.1.clone();
+        self.claims.insert(key, StoredClaim::Made(Box::new(made)));
         Some(name)
     }
 
@@ -269,7 +453,7 @@ impl ClaimStore {
                 if self.claims.contains(&key.0, &key.1) {
                     (generated, None)
                 } else if self
-                    .create_from_template(key, template_name, pod, &entry.name, None, made)
+                    .create_from_template(key, template_name, pod, &entry.name, made)
                     .is_some()
                 {
                     (generated, Some(template_name.as_str()))
@@ -449,13 +633,12 @@ impl ClaimStore {
                                 continue;
                             }
                             let key = (namespace.to_string(), generated);
-                            let Some(created) = self.create_from_template(
+                            let Some(created) = self.make_from_template(
                                 key,
                                 template_name,
-                                pod,
+                                pod_name,
                                 &entry.name,
-                                Some(&uid),
-                                &mut MadeClaims::default(),
+                                &uid,
                             ) else {
                                 return Err(PodClaimError(format!(
                                     "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet (resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found)"
@@ -480,17 +663,17 @@ impl ClaimStore {
                     entry.name
                 )));
             };
-            let Some(claim) = self.get(namespace, &claim_name) else {
+            let Some(claim) = self.claims.get(namespace, &claim_name) else {
                 return Err(PodClaimError(format!(
                     "resourceclaim.resource.k8s.io \"{claim_name}\" not found"
                 )));
             };
-            if claim.metadata.deletion_timestamp.is_some() {
+            if claim.is_being_deleted() {
                 return Err(PodClaimError(format!(
                     "resourceclaim \"{claim_name}\" is being deleted"
                 )));
             }
-            if from_template && !controlled_by(claim, pod, &uid) {
+            if from_template && !claim.controlled_by(pod, &uid) {
                 return Err(PodClaimError(format!(
                     "ResourceClaim {namespace}/{claim_name} was not created for Pod {namespace}/{pod_name} (Pod is not owner)"
                 )));
@@ -510,27 +693,29 @@ impl ClaimStore {
     /// Adds a claim (the special extended-resource claim); replaces one of the same name.
     pub fn insert_generated(&mut self, claim: ResourceClaim) {
         let key = key_of(&claim.metadata);
-        self.claims.insert(key, Box::new(claim));
+        self.claims
+            .insert(key, StoredClaim::Object(Box::new(claim)));
     }
 
     /// Removes a claim (deleted with its pod); returns it.
     pub fn remove(&mut self, namespace: &str, name: &str) -> Option<ResourceClaim> {
-        self.claims.remove(namespace, name).map(|claim| *claim)
+        self.claims
+            .remove(namespace, name)
+            .map(|claim| *claim.into_object(namespace, name))
     }
 
     /// Clears a claim's allocation (the resourceclaim controller deallocates a claim nobody
     /// reserves any more); returns the old allocation.
     pub fn clear_allocation(&mut self, namespace: &str, name: &str) -> Option<AllocationResult> {
         let claim = self.claims.get_mut(namespace, name)?;
-        let status = claim.status.as_mut()?;
+        let status = claim.status_mut().as_mut()?;
         status.devices = None;
         status.allocation.take()
     }
 
     /// `status.reservedFor` of a claim.
     pub fn reserved_for(&self, namespace: &str, name: &str) -> &[ResourceClaimConsumerReference] {
-        self.get(namespace, name)
-            .and_then(|c| c.status.as_ref())
+        self.status(namespace, name)
             .and_then(|s| s.reserved_for.as_deref())
             .unwrap_or_default()
     }
@@ -540,7 +725,7 @@ impl ClaimStore {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
             reserve_in(
                 claim
-                    .status
+                    .status_mut()
                     .get_or_insert_with(ResourceClaimStatus::default),
                 pod_name,
                 pod_uid,
@@ -560,7 +745,8 @@ impl ClaimStore {
         let Some(claim) = self.claims.get_mut(namespace, name) else {
             return 0;
         };
-        let Some(list) = claim.status.as_mut().and_then(|s| s.reserved_for.as_mut()) else {
+        let status = claim.status_mut();
+        let Some(list) = status.as_mut().and_then(|s| s.reserved_for.as_mut()) else {
             return 0;
         };
         list.retain(|r| {
@@ -569,7 +755,7 @@ impl ClaimStore {
         });
         let remaining = list.len();
         if remaining == 0
-            && let Some(status) = claim.status.as_mut()
+            && let Some(status) = status.as_mut()
         {
             status.reserved_for = None;
         }
@@ -633,7 +819,14 @@ impl<'a> TemplateMaker<'a> {
                 continue;
             };
             let name = generated_claim_name(pod_name, pod_claim_name);
-            let claim = claim_from_template(template, pod, &name, pod_claim_name, owner_uid);
+            let claim = claim_from_template(
+                template,
+                namespace,
+                pod_name,
+                &name,
+                pod_claim_name,
+                owner_uid,
+            );
             made.push(MadeClaim {
                 pod_claim_name,
                 template_name,
@@ -703,9 +896,12 @@ impl MadeClaims<'_> {
     }
 }
 
+/// The claim `namespace/name` the resourceclaim controller makes from `template` for the
+/// pod `pod_name`'s entry `pod_claim_name`, owned by the pod with `owner_uid`.
 fn claim_from_template(
     template: &ResourceClaimTemplate,
-    pod: &Pod,
+    namespace: &str,
+    pod_name: &str,
     name: &str,
     pod_claim_name: &str,
     owner_uid: &str,
@@ -722,13 +918,13 @@ fn claim_from_template(
     ResourceClaim {
         metadata: ObjectMeta {
             name: Some(name.to_string()),
-            namespace: Some(namespace_of(&pod.metadata).to_string()),
+            namespace: Some(namespace.to_string()),
             labels: template_meta.and_then(|m| m.labels.clone()),
             annotations: Some(annotations),
             owner_references: Some(vec![OwnerReference {
                 api_version: "v1".to_string(),
                 kind: "Pod".to_string(),
-                name: pod.metadata.name.clone().unwrap_or_default(),
+                name: pod_name.to_string(),
                 uid: owner_uid.to_string(),
                 controller: Some(true),
                 block_owner_deletion: Some(true),
@@ -819,5 +1015,171 @@ mod tests {
         assert_eq!(listed(store.all().collect()), expected);
         let owned = store.into_all();
         assert_eq!(listed(owned.iter().map(|c| &**c).collect()), expected);
+    }
+
+    /// A store with one template (labels, annotations and a spec), and a pod that names it.
+    fn store_and_pod() -> (ClaimStore, Pod) {
+        let template: ResourceClaimTemplate = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "gpu", "namespace": "team"},
+            "spec": {
+                "metadata": {"labels": {"app": "train"}, "annotations": {"note": "kept"}},
+                "spec": {"devices": {"requests": [
+                    {"name": "g", "exactly": {"deviceClassName": "gpu.example.com"}}
+                ]}}
+            }
+        }))
+        .expect("template");
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "trainer", "namespace": "team", "uid": "uid-trainer"},
+            "spec": {
+                "containers": [{"name": "c"}],
+                "resourceClaims": [{"name": "accel", "resourceClaimTemplateName": "gpu"}]
+            }
+        }))
+        .expect("pod");
+        let mut store = ClaimStore::default();
+        store
+            .templates
+            .insert(key_of(&template.metadata), Arc::new(template));
+        (store, pod)
+    }
+
+    fn allocation(device: &str) -> AllocationResult {
+        serde_json::from_value(serde_json::json!({
+            "devices": {"results": [
+                {"request": "g", "driver": "gpu.example.com", "pool": "node-a", "device": device}
+            ]}
+        }))
+        .expect("allocation")
+    }
+
+    /// The object of a claim the model made from a template is the one the reference loop
+    /// makes from the same template for the same pod, with the status it was given, whether
+    /// the status changed before or after the object was first read.
+    #[test]
+    fn a_lean_claim_reads_as_the_claim_made_from_its_template() {
+        let (mut store, pod) = store_and_pod();
+        let resolved = store.resolve_pod_claims(&pod).expect("resolves");
+        assert_eq!(resolved.len(), 1);
+        assert!(resolved[0].made_now && resolved[0].from_template);
+        assert_eq!(resolved[0].claim_name, "trainer-accel");
+        assert!(matches!(
+            store.claims.get("team", "trainer-accel"),
+            Some(StoredClaim::Made(_))
+        ));
+
+        let (mut reference, _) = store_and_pod();
+        let names = reference.claims_of_pod(&pod).expect("resolves");
+        assert_eq!(names, ["trainer-accel"]);
+        let mut expected = reference
+            .get("team", "trainer-accel")
+            .expect("made")
+            .clone();
+        assert_eq!(store.get("team", "trainer-accel"), Some(&expected));
+        assert_eq!(
+            expected.metadata.annotations.as_ref().expect("annotations")[POD_CLAIM_NAME_ANNOTATION],
+            "accel"
+        );
+        assert_eq!(
+            expected.metadata.owner_references.as_ref().expect("owner")[0].uid,
+            "uid-trainer"
+        );
+
+        // Read above, so the status change turns the entry into its object.
+        store.allocate_and_reserve(
+            "team",
+            "trainer-accel",
+            allocation("gpu-0"),
+            "trainer",
+            "uid-trainer",
+        );
+        assert!(matches!(
+            store.claims.get("team", "trainer-accel"),
+            Some(StoredClaim::Object(_))
+        ));
+        reference.allocate_and_reserve(
+            "team",
+            "trainer-accel",
+            allocation("gpu-0"),
+            "trainer",
+            "uid-trainer",
+        );
+        expected = reference
+            .get("team", "trainer-accel")
+            .expect("made")
+            .clone();
+        assert!(
+            expected
+                .status
+                .as_ref()
+                .is_some_and(|s| s.allocation.is_some())
+        );
+        assert_eq!(store.get("team", "trainer-accel"), Some(&expected));
+
+        // Changed while lean, read afterwards.
+        let (mut lean, _) = store_and_pod();
+        lean.resolve_pod_claims(&pod).expect("resolves");
+        lean.allocate_and_reserve(
+            "team",
+            "trainer-accel",
+            allocation("gpu-0"),
+            "trainer",
+            "uid-trainer",
+        );
+        lean.reserve("team", "trainer-accel", "other", "uid-other");
+        assert_eq!(lean.reserved_for("team", "trainer-accel").len(), 2);
+        assert!(matches!(
+            lean.claims.get("team", "trainer-accel"),
+            Some(StoredClaim::Made(_))
+        ));
+        assert_eq!(
+            lean.unreserve("team", "trainer-accel", "other", "uid-other"),
+            1
+        );
+        assert_eq!(lean.get("team", "trainer-accel"), Some(&expected));
+        assert_eq!(lean.all().collect::<Vec<_>>(), [&expected]);
+        assert_eq!(
+            lean.clear_allocation("team", "trainer-accel"),
+            Some(allocation("gpu-0"))
+        );
+        assert!(
+            lean.status("team", "trainer-accel")
+                .is_some_and(|s| s.allocation.is_none())
+        );
+        let taken = lean.into_all();
+        assert_eq!(taken.len(), 1);
+        assert!(
+            taken[0]
+                .status
+                .as_ref()
+                .is_some_and(|s| s.allocation.is_none())
+        );
+        assert_eq!(taken[0].metadata, expected.metadata);
+    }
+
+    /// Resolving the pod again finds the claim it made and the pod as its owner; a pod of
+    /// the same name with another UID is not its owner.
+    #[test]
+    fn a_lean_claim_knows_its_owner() {
+        let (mut store, pod) = store_and_pod();
+        store.resolve_pod_claims(&pod).expect("resolves");
+        let again = store.resolve_pod_claims(&pod).expect("resolves");
+        assert_eq!(again.len(), 1);
+        assert!(!again[0].made_now && again[0].from_template);
+        assert!(store.controlled_by_uid("team", "trainer-accel", "uid-trainer"));
+        assert!(!store.controlled_by_uid("team", "trainer-accel", "uid-other"));
+        let mut impostor = pod.clone();
+        impostor.metadata.uid = Some("uid-other".to_string());
+        let error = store
+            .resolve_pod_claims(&impostor)
+            .expect_err("not the owner");
+        assert!(error.0.contains("Pod is not owner"), "{}", error.0);
+        // Without a UID in the input, the pod is matched by name.
+        let mut unnamed = pod.clone();
+        unnamed.metadata.uid = None;
+        assert!(store.resolve_pod_claims(&unnamed).is_ok());
+        let removed = store.remove("team", "trainer-accel").expect("removed");
+        assert_eq!(removed.metadata.name.as_deref(), Some("trainer-accel"));
+        assert!(!store.contains("team", "trainer-accel"));
     }
 }

@@ -285,9 +285,10 @@ pub struct Simulation {
     /// [`SimOptions::threads`]): a statistic of the method, not part of the answer.
     #[serde(skip)]
     pub parallel_filters: usize,
-    /// Every claim after the simulation, by (namespace, name).
+    /// Every claim after the simulation ([`ClaimStore::all`]: by namespace and name). The
+    /// claims the simulation made from templates become objects only when read.
     #[serde(skip)]
-    pub claims: Vec<Box<ResourceClaim>>,
+    pub claims: ClaimStore,
 }
 
 impl Simulation {
@@ -691,13 +692,7 @@ impl<'a> Engine<'a> {
     }
 
     fn owned_by(&self, key: &ClaimKey, uid: &str) -> bool {
-        self.claims.get(&key.0, &key.1).is_some_and(|c| {
-            c.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.controller == Some(true) && o.kind == "Pod" && o.uid == uid)
-        })
+        self.claims.controlled_by_uid(&key.0, &key.1, uid)
     }
 
     /// The claims of a bound pod: its resolved claims plus its extended-resource claim.
@@ -800,10 +795,10 @@ impl<'a> Engine<'a> {
             let mut times: Vec<EvictionTime> = Vec::new();
             let mut dry_run = Vec::new();
             for key in &claims {
-                let Some(claim) = self.claims.get(&key.0, &key.1) else {
-                    continue;
-                };
-                let Some(allocation) = claim.status.as_ref().and_then(|s| s.allocation.as_ref())
+                let Some(allocation) = self
+                    .claims
+                    .status(&key.0, &key.1)
+                    .and_then(|s| s.allocation.as_ref())
                 else {
                     continue;
                 };
@@ -2307,7 +2302,7 @@ impl<'a> Engine<'a> {
             pod_changes,
             class_decisions,
             parallel_filters: parallel_filters.into_inner(),
-            claims: claims.into_all(),
+            claims,
         }
     }
 }

@@ -14,7 +14,8 @@ use dra_sim::{NodePick, SimOptions, Simulation};
 /// Everything a simulation answers, as text.
 fn answer(sim: &Simulation) -> String {
     let document = serde_json::to_string_pretty(sim).expect("serialises");
-    let claims = serde_json::to_string_pretty(&sim.claims).expect("serialises");
+    let claims: Vec<_> = sim.claims.all().collect();
+    let claims = serde_json::to_string_pretty(&claims).expect("serialises");
     format!("{document}\n{claims}\n{:#?}", sim.pod_changes)
 }
 

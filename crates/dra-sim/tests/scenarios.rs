@@ -160,7 +160,7 @@ fn digest(sim: &Simulation) -> Value {
     }
     let claims: Map<String, Value> = sim
         .claims
-        .iter()
+        .all()
         .filter_map(|claim| {
             let status = claim.status.as_ref()?;
             let devices: Vec<String> = status

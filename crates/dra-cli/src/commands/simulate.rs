@@ -508,7 +508,7 @@ fn resulting_objects(
         device_taint_rules,
         resource_claim_templates
     );
-    for claim in &simulation.claims {
+    for claim in simulation.claims.all() {
         push(&mut docs, claim)?;
     }
     let input = SimInput::from_cluster(cluster);
