@@ -44,16 +44,19 @@ enum StoredClaim {
 /// A claim the scheduler model made from a template for a pod, kept as the template, the
 /// pod's names and the claim's status until someone asks for the object: every such claim
 /// is the template's spec and metadata with the same few fields filled in, and a run that
-/// prints no claims (`-o json`) never asks. Making the object for each took a sixth of a
-/// scored pod's instructions and a third of the memory a scored run adds while it
-/// schedules (BENCHMARKS.md, "Claims made from templates kept lean").
+/// prints no claims (`-o json`) never asks. Its allocation is the one the pod's result
+/// holds, shared rather than copied. Making the object and copying the allocation for each
+/// claim took a tenth of a scored pod's instructions and half the memory a scored run adds
+/// while it schedules (BENCHMARKS.md, "Claims made from templates kept lean").
 #[derive(Debug, Clone)]
 struct LeanClaim {
     template: Arc<ResourceClaimTemplate>,
     pod_name: String,
     pod_claim_name: String,
     owner_uid: String,
+    /// The status without its allocation, which is `allocation` (there only with a status).
     status: Option<ResourceClaimStatus>,
+    allocation: Option<Arc<AllocationResult>>,
     /// The object, made the first time it is read through a shared reference; a change of
     /// status afterwards turns the entry into [`StoredClaim::Object`].
     object: OnceLock<Box<ResourceClaim>>,
@@ -80,24 +83,72 @@ impl StoredClaim {
         }
     }
 
-    fn status(&self) -> Option<&ResourceClaimStatus> {
+    fn allocation(&self) -> Option<&AllocationResult> {
         match self {
-            StoredClaim::Object(claim) => claim.status.as_ref(),
-            StoredClaim::Made(made) => made.status.as_ref(),
+            StoredClaim::Object(claim) => claim.status.as_ref()?.allocation.as_ref(),
+            StoredClaim::Made(made) => made.allocation.as_deref(),
         }
     }
 
-    /// The status to change. A made claim whose object was made becomes that object, so
-    /// that the object and the status never differ.
-    fn status_mut(&mut self) -> &mut Option<ResourceClaimStatus> {
+    fn reserved_for(&self) -> Option<&[ResourceClaimConsumerReference]> {
+        let status = match self {
+            StoredClaim::Object(claim) => claim.status.as_ref(),
+            StoredClaim::Made(made) => made.status.as_ref(),
+        };
+        status?.reserved_for.as_deref()
+    }
+
+    /// A made claim whose object was made becomes that object, so that a change never
+    /// leaves the object behind.
+    fn prepare_change(&mut self) {
         if let StoredClaim::Made(made) = self
             && let Some(claim) = made.object.take()
         {
             *self = StoredClaim::Object(claim);
         }
+    }
+
+    /// Sets the allocation; the status is created if there is none.
+    fn set_allocation(&mut self, allocation: Arc<AllocationResult>) -> &mut ResourceClaimStatus {
+        self.prepare_change();
+        match self {
+            StoredClaim::Object(claim) => {
+                let status = claim
+                    .status
+                    .get_or_insert_with(ResourceClaimStatus::default);
+                status.allocation = Some(Arc::unwrap_or_clone(allocation));
+                status
+            }
+            StoredClaim::Made(made) => {
+                made.allocation = Some(allocation);
+                made.status.get_or_insert_with(ResourceClaimStatus::default)
+            }
+        }
+    }
+
+    /// The status to change other than the allocation.
+    fn status_mut(&mut self) -> &mut Option<ResourceClaimStatus> {
+        self.prepare_change();
         match self {
             StoredClaim::Object(claim) => &mut claim.status,
             StoredClaim::Made(made) => &mut made.status,
+        }
+    }
+
+    /// Clears the allocation and the devices' status; returns the allocation.
+    fn clear_allocation(&mut self) -> Option<AllocationResult> {
+        self.prepare_change();
+        match self {
+            StoredClaim::Object(claim) => {
+                let status = claim.status.as_mut()?;
+                status.devices = None;
+                status.allocation.take()
+            }
+            StoredClaim::Made(made) => {
+                let status = made.status.as_mut()?;
+                status.devices = None;
+                made.allocation.take().map(Arc::unwrap_or_clone)
+            }
         }
     }
 
@@ -146,6 +197,9 @@ impl LeanClaim {
             &self.owner_uid,
         );
         claim.status = self.status.clone();
+        if let Some(status) = &mut claim.status {
+            status.allocation = self.allocation.as_deref().cloned();
+        }
         claim
     }
 }
@@ -281,7 +335,7 @@ impl ClaimStore {
     pub fn allocated(&self) -> impl Iterator<Item = (&ResourceClaim, &AllocationResult)> {
         self.claims
             .entries()
-            .filter(|(_, _, c)| c.status().is_some_and(|s| s.allocation.is_some()))
+            .filter(|(_, _, c)| c.allocation().is_some())
             .filter_map(|(namespace, name, c)| {
                 let claim = c.object(namespace, name);
                 let allocation = claim.status.as_ref()?.allocation.as_ref()?;
@@ -302,9 +356,9 @@ impl ClaimStore {
         self.claims.contains(namespace, name)
     }
 
-    /// The status of the claim `namespace/name` (`None`: no such claim, or no status).
-    pub fn status(&self, namespace: &str, name: &str) -> Option<&ResourceClaimStatus> {
-        self.claims.get(namespace, name)?.status()
+    /// The allocation of the claim `namespace/name` (`None`: no such claim, or not allocated).
+    pub fn allocation(&self, namespace: &str, name: &str) -> Option<&AllocationResult> {
+        self.claims.get(namespace, name)?.allocation()
     }
 
     /// Whether the claim `namespace/name` exists and its controller is the pod with this UID.
@@ -329,30 +383,25 @@ impl ClaimStore {
             .into_mapped(|namespace, name, claim| claim.into_object(namespace, name))
     }
 
-    /// Sets a claim's allocation and reserves it for the pod, with one lookup.
+    /// Sets a claim's allocation and reserves it for the pod, with one lookup. A claim the
+    /// model made from a template shares the allocation; any other claim holds a copy.
     pub fn allocate_and_reserve(
         &mut self,
         namespace: &str,
         name: &str,
-        allocation: AllocationResult,
+        allocation: Arc<AllocationResult>,
         pod_name: &str,
         pod_uid: &str,
     ) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
-            let status = claim
-                .status_mut()
-                .get_or_insert_with(ResourceClaimStatus::default);
-            status.allocation = Some(allocation);
+            let status = claim.set_allocation(allocation);
             reserve_in(status, pod_name, pod_uid);
         }
     }
 
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
-            claim
-                .status_mut()
-                .get_or_insert_with(ResourceClaimStatus::default)
-                .allocation = Some(allocation);
+            claim.set_allocation(Arc::new(allocation));
         }
     }
 
@@ -408,6 +457,7 @@ impl ClaimStore {
             pod_claim_name: pod_claim_name.to_string(),
             owner_uid: owner_uid.to_string(),
             status: None,
+            allocation: None,
             object: OnceLock::new(),
         };
         let name = key.1.clone();
@@ -707,16 +757,14 @@ impl ClaimStore {
     /// Clears a claim's allocation (the resourceclaim controller deallocates a claim nobody
     /// reserves any more); returns the old allocation.
     pub fn clear_allocation(&mut self, namespace: &str, name: &str) -> Option<AllocationResult> {
-        let claim = self.claims.get_mut(namespace, name)?;
-        let status = claim.status_mut().as_mut()?;
-        status.devices = None;
-        status.allocation.take()
+        self.claims.get_mut(namespace, name)?.clear_allocation()
     }
 
     /// `status.reservedFor` of a claim.
     pub fn reserved_for(&self, namespace: &str, name: &str) -> &[ResourceClaimConsumerReference] {
-        self.status(namespace, name)
-            .and_then(|s| s.reserved_for.as_deref())
+        self.claims
+            .get(namespace, name)
+            .and_then(StoredClaim::reserved_for)
             .unwrap_or_default()
     }
 
@@ -1089,7 +1137,7 @@ mod tests {
         store.allocate_and_reserve(
             "team",
             "trainer-accel",
-            allocation("gpu-0"),
+            Arc::new(allocation("gpu-0")),
             "trainer",
             "uid-trainer",
         );
@@ -1100,7 +1148,7 @@ mod tests {
         reference.allocate_and_reserve(
             "team",
             "trainer-accel",
-            allocation("gpu-0"),
+            Arc::new(allocation("gpu-0")),
             "trainer",
             "uid-trainer",
         );
@@ -1122,7 +1170,7 @@ mod tests {
         lean.allocate_and_reserve(
             "team",
             "trainer-accel",
-            allocation("gpu-0"),
+            Arc::new(allocation("gpu-0")),
             "trainer",
             "uid-trainer",
         );
@@ -1136,16 +1184,24 @@ mod tests {
             lean.unreserve("team", "trainer-accel", "other", "uid-other"),
             1
         );
+        // Deallocated while lean: the object keeps the rest of its status.
+        let mut deallocated = lean.clone();
+        assert_eq!(
+            deallocated.clear_allocation("team", "trainer-accel"),
+            Some(allocation("gpu-0"))
+        );
+        let object = deallocated.get("team", "trainer-accel").expect("claim");
+        let status = object.status.as_ref().expect("status");
+        assert!(status.allocation.is_none());
+        assert_eq!(status.reserved_for.as_ref().map(Vec::len), Some(1));
         assert_eq!(lean.get("team", "trainer-accel"), Some(&expected));
         assert_eq!(lean.all().collect::<Vec<_>>(), [&expected]);
         assert_eq!(
             lean.clear_allocation("team", "trainer-accel"),
             Some(allocation("gpu-0"))
         );
-        assert!(
-            lean.status("team", "trainer-accel")
-                .is_some_and(|s| s.allocation.is_none())
-        );
+        assert!(lean.allocation("team", "trainer-accel").is_none());
+        assert_eq!(lean.reserved_for("team", "trainer-accel").len(), 1);
         let taken = lean.into_all();
         assert_eq!(taken.len(), 1);
         assert!(

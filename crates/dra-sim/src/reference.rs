@@ -12,6 +12,8 @@
 //! search step), so the report is the same to the last figure as visiting every node
 //! ([`run_first_fit_every_node`]).
 
+use std::sync::Arc;
+
 use dra_alloc::hashing::WordHashMap;
 
 use dra_alloc::{AllocatedState, Index, NodeId, Outcome, PreparedClaim, allocate, rejection_key};
@@ -335,7 +337,9 @@ fn schedule_pod(
                 outcome.node = Some(facts.name.clone());
                 for (name, allocation) in to_allocate.iter().zip(results) {
                     record_allocation(index, state, claims, namespace, name, &allocation, record);
-                    outcome.allocations.insert(name.clone(), allocation);
+                    outcome
+                        .allocations
+                        .insert(name.clone(), Arc::new(allocation));
                 }
                 known.allocated_at(position);
                 return (outcome, start);

@@ -3,6 +3,7 @@
 //! [`PodResult`] for each pod of the full model.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus;
 use k8s_openapi::api::resource::v1::AllocationResult;
@@ -24,8 +25,10 @@ impl<V> Default for NameMap<V> {
     }
 }
 
-/// The claims a pod's scheduling allocated: claim name to allocation.
-pub type ClaimAllocations = NameMap<AllocationResult>;
+/// The claims a pod's scheduling allocated: claim name to allocation. Shared: the scheduler
+/// model's claim store holds the same allocation for a claim it made from a template
+/// (written as the allocation itself).
+pub type ClaimAllocations = NameMap<Arc<AllocationResult>>;
 
 impl<V> NameMap<V> {
     /// Adds or replaces the value of `name`; returns the one it replaced.
@@ -228,11 +231,14 @@ mod tests {
         let mut list = ClaimAllocations::default();
         let mut map = BTreeMap::new();
         for (claim, device) in [("b", "1"), ("a", "2"), ("c", "3"), ("a", "4"), ("aa", "5")] {
-            let replaced = list.insert(claim.to_string(), allocation(device));
-            assert_eq!(replaced, map.insert(claim.to_string(), allocation(device)));
+            let replaced = list.insert(claim.to_string(), Arc::new(allocation(device)));
+            assert_eq!(
+                replaced,
+                map.insert(claim.to_string(), Arc::new(allocation(device)))
+            );
         }
         assert_eq!(list.len(), 4);
-        assert_eq!(list.get("a"), Some(&allocation("4")));
+        assert_eq!(list.get("a").map(|a| &**a), Some(&allocation("4")));
         assert_eq!(list.get("zz"), None);
         let names: Vec<&String> = list.iter().map(|(name, _)| name).collect();
         assert_eq!(names, ["a", "aa", "b", "c"]);

@@ -795,11 +795,7 @@ impl<'a> Engine<'a> {
             let mut times: Vec<EvictionTime> = Vec::new();
             let mut dry_run = Vec::new();
             for key in &claims {
-                let Some(allocation) = self
-                    .claims
-                    .status(&key.0, &key.1)
-                    .and_then(|s| s.allocation.as_ref())
-                else {
+                let Some(allocation) = self.claims.allocation(&key.0, &key.1) else {
                     continue;
                 };
                 // Only claims that list the pod in reservedFor (by UID) concern the controller.
@@ -2135,8 +2131,14 @@ impl<'a> Engine<'a> {
             self.devices
                 .add_claim(self.index, key, &allocation)
                 .map_err(|e| e.to_string())?;
-            self.claims
-                .allocate_and_reserve(&key.0, &key.1, allocation.clone(), pod_name, uid);
+            let allocation = Arc::new(allocation);
+            self.claims.allocate_and_reserve(
+                &key.0,
+                &key.1,
+                Arc::clone(&allocation),
+                pod_name,
+                uid,
+            );
             allocations.insert(key.1.clone(), allocation);
         }
         for (key, _) in &attempt.pinned {
@@ -2158,7 +2160,7 @@ impl<'a> Engine<'a> {
             self.devices
                 .add_claim(self.index, &key, &allocation)
                 .map_err(|e| e.to_string())?;
-            allocations.insert(special_name.clone(), allocation);
+            allocations.insert(special_name.clone(), Arc::new(allocation));
             extended_status = Some(PodExtendedResourceClaimStatus {
                 request_mappings: variant.plan.mappings.clone(),
                 resource_claim_name: special_name,
