@@ -109,18 +109,18 @@ impl StoredClaim {
     }
 
     /// Sets the allocation; the status is created if there is none.
-    fn set_allocation(&mut self, allocation: Arc<AllocationResult>) -> &mut ResourceClaimStatus {
+    fn set_allocation(&mut self, allocation: NewAllocation) -> &mut ResourceClaimStatus {
         self.prepare_change();
         match self {
             StoredClaim::Object(claim) => {
                 let status = claim
                     .status
                     .get_or_insert_with(ResourceClaimStatus::default);
-                status.allocation = Some(Arc::unwrap_or_clone(allocation));
+                status.allocation = Some(allocation.owned());
                 status
             }
             StoredClaim::Made(made) => {
-                made.allocation = Some(allocation);
+                made.allocation = Some(allocation.shared());
                 made.status.get_or_insert_with(ResourceClaimStatus::default)
             }
         }
@@ -175,13 +175,31 @@ impl StoredClaim {
     /// Whether the claim's controller is the pod with this UID.
     fn controlled_by_uid(&self, uid: &str) -> bool {
         match self {
-            StoredClaim::Object(claim) => claim
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.controller == Some(true) && o.kind == "Pod" && o.uid == uid),
+            StoredClaim::Object(claim) => pod_controllers(claim).any(|o| o.uid == uid),
             StoredClaim::Made(made) => made.owner_uid == uid,
+        }
+    }
+}
+
+/// An allocation handed to the store: a claim kept as an object holds it by value, a lean
+/// claim behind an `Arc`; each form is converted only when the claim needs the other.
+enum NewAllocation {
+    Owned(AllocationResult),
+    Shared(Arc<AllocationResult>),
+}
+
+impl NewAllocation {
+    fn owned(self) -> AllocationResult {
+        match self {
+            NewAllocation::Owned(allocation) => allocation,
+            NewAllocation::Shared(allocation) => Arc::unwrap_or_clone(allocation),
+        }
+    }
+
+    fn shared(self) -> Arc<AllocationResult> {
+        match self {
+            NewAllocation::Owned(allocation) => Arc::new(allocation),
+            NewAllocation::Shared(allocation) => allocation,
         }
     }
 }
@@ -260,12 +278,9 @@ impl<V> ByNamespace<V> {
     /// (namespace, name, value) in (namespace, name) order.
     fn entries(&self) -> impl Iterator<Item = (&str, &str, &V)> {
         self.0.iter().flat_map(|(namespace, names)| {
-            by_name(
-                names
-                    .iter()
-                    .map(|(name, value)| (name, (name.as_str(), value))),
-            )
-            .map(move |(name, value)| (namespace.as_str(), name, value))
+            by_name(names.iter())
+                .into_iter()
+                .map(move |(name, value)| (namespace.as_str(), name.as_str(), value))
         })
     }
 
@@ -273,10 +288,8 @@ impl<V> ByNamespace<V> {
     fn into_mapped<T>(self, mut f: impl FnMut(&str, &str, V) -> T) -> Vec<T> {
         let mut out = Vec::new();
         for (namespace, names) in self.0 {
-            let mut sorted: Vec<(String, V)> = names.into_iter().collect();
-            sorted.sort_by(|a, b| a.0.cmp(&b.0));
             out.extend(
-                sorted
+                by_name(names.into_iter())
                     .into_iter()
                     .map(|(name, value)| f(&namespace, &name, value)),
             );
@@ -285,12 +298,12 @@ impl<V> ByNamespace<V> {
     }
 }
 
-/// The values of one namespace's entries, in name order. Stable and adaptive: runs already
-/// in order cost one comparison per entry.
-fn by_name<K: Ord, V>(entries: impl Iterator<Item = (K, V)>) -> impl Iterator<Item = V> {
+/// One namespace's entries, in name order. Stable and adaptive: runs already in order cost
+/// one comparison per entry.
+fn by_name<K: Ord, V>(entries: impl Iterator<Item = (K, V)>) -> Vec<(K, V)> {
     let mut sorted: Vec<(K, V)> = entries.collect();
     sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    sorted.into_iter().map(|(_, value)| value)
+    sorted
 }
 
 /// An object's namespace as the API server defaults it (`default` when unset).
@@ -394,14 +407,14 @@ impl ClaimStore {
         pod_uid: &str,
     ) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
-            let status = claim.set_allocation(allocation);
+            let status = claim.set_allocation(NewAllocation::Shared(allocation));
             reserve_in(status, pod_name, pod_uid);
         }
     }
 
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
-            claim.set_allocation(Arc::new(allocation));
+            claim.set_allocation(NewAllocation::Owned(allocation));
         }
     }
 
@@ -624,12 +637,19 @@ pub fn pod_uid(pod: &Pod) -> String {
 /// `metav1.IsControlledBy(claim, pod)`, by UID (or by name when the input gives the pod no
 /// UID and the simulation derived one).
 fn controlled_by(claim: &ResourceClaim, pod: &Pod, uid: &str) -> bool {
-    claim.metadata.owner_references.iter().flatten().any(|o| {
-        o.controller == Some(true)
-            && o.kind == "Pod"
-            && (o.uid == uid
-                || (pod.metadata.uid.is_none() && Some(&o.name) == pod.metadata.name.as_ref()))
+    pod_controllers(claim).any(|o| {
+        o.uid == uid || (pod.metadata.uid.is_none() && Some(&o.name) == pod.metadata.name.as_ref())
     })
+}
+
+/// The claim's owner references that name a Pod as its controller.
+fn pod_controllers(claim: &ResourceClaim) -> impl Iterator<Item = &OwnerReference> {
+    claim
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|o| o.controller == Some(true) && o.kind == "Pod")
 }
 
 impl ClaimStore {
