@@ -335,7 +335,7 @@ impl<'a> Search<'a> {
             allocating: Vec::new(),
             allocating_capacity: BTreeMap::new(),
             consumed_counters: BTreeMap::new(),
-            picks: vec![Vec::new(); claims.len()],
+            picks: Vec::with_capacity(claims.len()),
             steps: 0,
         };
         for claim in claims {
@@ -386,6 +386,10 @@ impl<'a> Search<'a> {
                     }
                 }
             }
+            // Room for the devices a solution of this claim needs at least.
+            search.picks.push(Vec::with_capacity(
+                min_devices.clamp(0, MAX_RESULTS) as usize
+            ));
             search.selected_sub.push(vec![0; per_request.len()]);
             search.requests.push(per_request);
             search.constraints.push(constraints);

@@ -1,6 +1,7 @@
 //! The claims of a simulation: those in the input plus those created from
 //! ResourceClaimTemplates, and how a pod's `spec.resourceClaims` resolve to them.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::hash::BuildHasherDefault;
 use std::sync::{Arc, OnceLock};
@@ -56,6 +57,10 @@ struct LeanClaim {
     owner_uid: String,
     /// The status without its allocation, which is `allocation` (there only with a status).
     status: Option<ResourceClaimStatus>,
+    /// `status.reservedFor` is the pod the claim was made for, and `status.reservedFor` holds
+    /// nothing: almost every such claim is reserved for that pod alone, and the entry is four
+    /// allocations. Any other change of the reservations writes the entry out first.
+    reserved_by_owner: bool,
     allocation: Option<Arc<AllocationResult>>,
     /// The object, made the first time it is read through a shared reference; a change of
     /// status afterwards turns the entry into [`StoredClaim::Object`].
@@ -90,12 +95,43 @@ impl StoredClaim {
         }
     }
 
-    fn reserved_for(&self) -> Option<&[ResourceClaimConsumerReference]> {
+    fn reserved_for(&self) -> Cow<'_, [ResourceClaimConsumerReference]> {
         let status = match self {
             StoredClaim::Object(claim) => claim.status.as_ref(),
+            StoredClaim::Made(made) if made.reserved_by_owner => {
+                return Cow::Owned(vec![made.owner_reservation()]);
+            }
             StoredClaim::Made(made) => made.status.as_ref(),
         };
-        status?.reserved_for.as_deref()
+        Cow::Borrowed(
+            status
+                .and_then(|s| s.reserved_for.as_deref())
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Adds the pod to `status.reservedFor` unless its UID is there; the status is created if
+    /// there is none.
+    fn reserve(&mut self, pod_name: &str, pod_uid: &str) {
+        if let StoredClaim::Made(made) = self
+            && made.object.get().is_none()
+            && made.pod_name == pod_name
+            && made.owner_uid == pod_uid
+            && made
+                .status
+                .as_ref()
+                .is_none_or(|s| s.reserved_for.is_none())
+        {
+            made.status.get_or_insert_with(ResourceClaimStatus::default);
+            made.reserved_by_owner = true;
+            return;
+        }
+        reserve_in(
+            self.status_mut()
+                .get_or_insert_with(ResourceClaimStatus::default),
+            pod_name,
+            pod_uid,
+        );
     }
 
     /// A made claim whose object was made becomes that object, so that a change never
@@ -109,29 +145,36 @@ impl StoredClaim {
     }
 
     /// Sets the allocation; the status is created if there is none.
-    fn set_allocation(&mut self, allocation: NewAllocation) -> &mut ResourceClaimStatus {
+    fn set_allocation(&mut self, allocation: NewAllocation) {
         self.prepare_change();
         match self {
             StoredClaim::Object(claim) => {
-                let status = claim
+                claim
                     .status
-                    .get_or_insert_with(ResourceClaimStatus::default);
-                status.allocation = Some(allocation.owned());
-                status
+                    .get_or_insert_with(ResourceClaimStatus::default)
+                    .allocation = Some(allocation.owned());
             }
             StoredClaim::Made(made) => {
                 made.allocation = Some(allocation.shared());
-                made.status.get_or_insert_with(ResourceClaimStatus::default)
+                made.status.get_or_insert_with(ResourceClaimStatus::default);
             }
         }
     }
 
-    /// The status to change other than the allocation.
+    /// The status to change other than the allocation (with the reservations written out).
     fn status_mut(&mut self) -> &mut Option<ResourceClaimStatus> {
         self.prepare_change();
         match self {
             StoredClaim::Object(claim) => &mut claim.status,
-            StoredClaim::Made(made) => &mut made.status,
+            StoredClaim::Made(made) => {
+                if std::mem::take(&mut made.reserved_by_owner) {
+                    let reservation = made.owner_reservation();
+                    made.status
+                        .get_or_insert_with(ResourceClaimStatus::default)
+                        .reserved_for = Some(vec![reservation]);
+                }
+                &mut made.status
+            }
         }
     }
 
@@ -217,8 +260,21 @@ impl LeanClaim {
         claim.status = self.status.clone();
         if let Some(status) = &mut claim.status {
             status.allocation = self.allocation.as_deref().cloned();
+            if self.reserved_by_owner {
+                status.reserved_for = Some(vec![self.owner_reservation()]);
+            }
         }
         claim
+    }
+
+    /// The pod the claim was made for, as `status.reservedFor` names it.
+    fn owner_reservation(&self) -> ResourceClaimConsumerReference {
+        ResourceClaimConsumerReference {
+            api_group: None,
+            name: self.pod_name.clone(),
+            resource: "pods".to_string(),
+            uid: self.owner_uid.clone(),
+        }
     }
 }
 
@@ -256,6 +312,16 @@ impl<V> ByNamespace<V> {
     /// Adds or replaces a value (a replaced one keeps its place).
     fn insert(&mut self, (namespace, name): (String, String), value: V) {
         self.0.entry(namespace).or_default().insert(name, value);
+    }
+
+    /// [`ByNamespace::insert`] with the namespace copied only when it is new.
+    fn insert_in(&mut self, namespace: &str, name: String, value: V) {
+        match self.0.get_mut(namespace) {
+            Some(names) => {
+                names.insert(name, value);
+            }
+            None => self.insert((namespace.to_string(), name), value),
+        }
     }
 
     /// Adds a value unless one of the same name is there (the first of duplicates stays).
@@ -407,8 +473,8 @@ impl ClaimStore {
         pod_uid: &str,
     ) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
-            let status = claim.set_allocation(NewAllocation::Shared(allocation));
-            reserve_in(status, pod_name, pod_uid);
+            claim.set_allocation(NewAllocation::Shared(allocation));
+            claim.reserve(pod_name, pod_uid);
         }
     }
 
@@ -454,28 +520,36 @@ impl ClaimStore {
     }
 
     /// [`ClaimStore::create_from_template`] for the scheduler model, owned by the pod with
-    /// `owner_uid`: the claim is kept as a [`LeanClaim`].
+    /// `owner_uid`: the claim is kept as a [`LeanClaim`]. `false` when the template is missing.
     fn make_from_template(
         &mut self,
-        key: (String, String),
+        namespace: &str,
+        name: &str,
         template_name: &str,
         pod_name: &str,
         pod_claim_name: &str,
         owner_uid: &str,
-    ) -> Option<String> {
-        let template = Arc::clone(self.templates.get(&key.0, template_name)?);
+    ) -> bool {
+        let Some(template) = self.templates.get(namespace, template_name) else {
+            return false;
+        };
+        let template = Arc::clone(template);
         let made = LeanClaim {
             template,
             pod_name: pod_name.to_string(),
             pod_claim_name: pod_claim_name.to_string(),
             owner_uid: owner_uid.to_string(),
             status: None,
+            reserved_by_owner: false,
             allocation: None,
             object: OnceLock::new(),
         };
-        let name = key.1.clone();
-        self.claims.insert(key, StoredClaim::Made(Box::new(made)));
-        Some(name)
+        self.claims.insert_in(
+            namespace,
+            name.to_string(),
+            StoredClaim::Made(Box::new(made)),
+        );
+        true
     }
 
     /// The names of the pod's claims in `spec.resourceClaims` order, each once, creating claims
@@ -623,14 +697,14 @@ pub fn stable_uid(kind: &str, namespace: &str, name: &str) -> String {
 }
 
 /// The pod's UID, or a [`stable_uid`] when the input has none.
-pub fn pod_uid(pod: &Pod) -> String {
+pub fn pod_uid(pod: &Pod) -> Cow<'_, str> {
     match pod.metadata.uid.as_deref().filter(|u| !u.is_empty()) {
-        Some(uid) => uid.to_string(),
-        None => stable_uid(
+        Some(uid) => Cow::Borrowed(uid),
+        None => Cow::Owned(stable_uid(
             "Pod",
             namespace_of(&pod.metadata),
             pod.metadata.name.as_deref().unwrap_or_default(),
-        ),
+        )),
     }
 }
 
@@ -682,13 +756,13 @@ impl ClaimStore {
             .as_ref()
             .and_then(|s| s.resource_claim_statuses.as_deref())
             .unwrap_or_default();
-        let mut resolved: Vec<PodClaim> = Vec::new();
-        for entry in pod
+        let entries = pod
             .spec
             .as_ref()
             .and_then(|s| s.resource_claims.as_deref())
-            .unwrap_or_default()
-        {
+            .unwrap_or_default();
+        let mut resolved: Vec<PodClaim> = Vec::with_capacity(entries.len());
+        for entry in entries {
             let (claim_name, from_template) = if let Some(name) = &entry.resource_claim_name {
                 (name.clone(), false)
             } else if let Some(template_name) = &entry.resource_claim_template_name {
@@ -702,23 +776,24 @@ impl ClaimStore {
                             if templates == TemplateClaims::ExistingOnly {
                                 continue;
                             }
-                            let key = (namespace.to_string(), generated);
-                            let Some(created) = self.make_from_template(
-                                key,
+                            let made = self.make_from_template(
+                                namespace,
+                                &generated,
                                 template_name,
                                 pod_name,
                                 &entry.name,
                                 &uid,
-                            ) else {
+                            );
+                            if !made {
                                 return Err(PodClaimError(format!(
                                     "pod \"{namespace}/{pod_name}\": ResourceClaim not created yet (resourceclaimtemplate.resource.k8s.io \"{template_name}\" not found)"
                                 )));
-                            };
+                            }
                             // Just created for this pod: not being deleted, and the pod is
                             // its owner. A new name is not among those resolved so far.
                             resolved.push(PodClaim {
                                 pod_claim_name: entry.name.clone(),
-                                claim_name: created,
+                                claim_name: generated,
                                 from_template: true,
                                 made_now: true,
                             });
@@ -781,23 +856,21 @@ impl ClaimStore {
     }
 
     /// `status.reservedFor` of a claim.
-    pub fn reserved_for(&self, namespace: &str, name: &str) -> &[ResourceClaimConsumerReference] {
+    pub fn reserved_for(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Cow<'_, [ResourceClaimConsumerReference]> {
         self.claims
             .get(namespace, name)
-            .and_then(StoredClaim::reserved_for)
+            .map(StoredClaim::reserved_for)
             .unwrap_or_default()
     }
 
     /// Adds a pod to `status.reservedFor` unless it is there already.
     pub fn reserve(&mut self, namespace: &str, name: &str, pod_name: &str, pod_uid: &str) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
-            reserve_in(
-                claim
-                    .status_mut()
-                    .get_or_insert_with(ResourceClaimStatus::default),
-                pod_name,
-                pod_uid,
-            );
+            claim.reserve(pod_name, pod_uid);
         }
     }
 
@@ -1025,11 +1098,8 @@ mod tests {
         assert_eq!(list.capacity(), 1);
         store.reserve("default", "shared", "a", "uid-a");
         store.reserve("default", "shared", "b", "uid-b");
-        let names: Vec<&str> = store
-            .reserved_for("default", "shared")
-            .iter()
-            .map(|r| r.name.as_str())
-            .collect();
+        let reserved = store.reserved_for("default", "shared");
+        let names: Vec<&str> = reserved.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
     }
 
@@ -1194,6 +1264,18 @@ mod tests {
             "trainer",
             "uid-trainer",
         );
+        // Reserved for the pod it was made for: kept implicit, and read as written out.
+        assert!(matches!(
+            lean.claims.get("team", "trainer-accel"),
+            Some(StoredClaim::Made(made)) if made.reserved_by_owner
+        ));
+        lean.reserve("team", "trainer-accel", "trainer", "uid-trainer");
+        let reserved = lean.reserved_for("team", "trainer-accel");
+        let uids: Vec<&str> = reserved.iter().map(|r| r.uid.as_str()).collect();
+        assert_eq!(uids, ["uid-trainer"]);
+        drop(reserved);
+        let read = lean.clone();
+        assert_eq!(read.get("team", "trainer-accel"), Some(&expected));
         lean.reserve("team", "trainer-accel", "other", "uid-other");
         assert_eq!(lean.reserved_for("team", "trainer-accel").len(), 2);
         assert!(matches!(

@@ -11,6 +11,8 @@
 //! never pruned; shared (consumable-capacity) devices count as unlimited. Free counts are kept
 //! up to date as claims are allocated and released, so a check costs a few lookups.
 
+use std::sync::Arc;
+
 use dra_alloc::hashing::WordHashMap;
 use dra_alloc::{
     AllocatedState, AllocationMode, DeviceKey, Index, Match, NodeId, PreparedClaim, RequestBody,
@@ -188,11 +190,61 @@ impl Requirement {
     }
 }
 
+/// The claims whose allocation names one device. Almost every device has none or one, so one
+/// holder needs no allocation of its own, and the claim's key is shared by all its devices.
+#[derive(Debug, Clone, Default)]
+enum Holders {
+    #[default]
+    None,
+    One(Arc<ClaimKey>),
+    Many(Vec<Arc<ClaimKey>>),
+}
+
+impl Holders {
+    fn as_slice(&self) -> &[Arc<ClaimKey>] {
+        match self {
+            Holders::None => &[],
+            Holders::One(claim) => std::slice::from_ref(claim),
+            Holders::Many(claims) => claims,
+        }
+    }
+
+    fn add(&mut self, claim: &Arc<ClaimKey>) {
+        *self = match std::mem::take(self) {
+            Holders::None => Holders::One(Arc::clone(claim)),
+            Holders::One(first) => Holders::Many(vec![first, Arc::clone(claim)]),
+            Holders::Many(mut claims) => {
+                claims.push(Arc::clone(claim));
+                Holders::Many(claims)
+            }
+        };
+    }
+
+    /// Removes the first entry for `claim`, as a list would.
+    fn remove(&mut self, claim: &ClaimKey) {
+        *self = match std::mem::take(self) {
+            Holders::One(first) if *first == *claim => Holders::None,
+            Holders::Many(mut claims) => {
+                if let Some(pos) = claims.iter().position(|c| **c == *claim) {
+                    claims.remove(pos);
+                }
+                match claims.len() {
+                    0 => Holders::None,
+                    1 => Holders::One(claims.pop().expect("one holder")),
+                    _ => Holders::Many(claims),
+                }
+            }
+            unchanged => unchanged,
+        };
+    }
+}
+
 /// Allocated devices, their holders and the pre-check tables.
 #[derive(Debug)]
 pub struct DeviceState {
     pub state: AllocatedState,
-    holders: WordHashMap<DeviceKey, Vec<ClaimKey>>,
+    /// Per device key (dense, by `DeviceKey.0`): the claims that hold the device.
+    holders: Vec<Holders>,
     families: Vec<TableFamily>,
     family_ids: WordHashMap<TableKey, FamilyId>,
     tables: Vec<Table>,
@@ -210,7 +262,7 @@ impl DeviceState {
     pub fn new(index: &Index) -> DeviceState {
         DeviceState {
             state: AllocatedState::new(index),
-            holders: WordHashMap::default(),
+            holders: vec![Holders::None; index.num_device_keys()],
             families: Vec::new(),
             family_ids: WordHashMap::default(),
             tables: Vec::new(),
@@ -280,16 +332,26 @@ impl DeviceState {
                 }
             }
         }
-        let held = resolved
+        let mut held = resolved
             .results()
             .filter(|(r, _)| r.admin_access != Some(true))
-            .filter_map(|(_, key)| key);
-        for key in held {
-            let list = self.holders.entry(key).or_default();
-            if add {
-                list.push(claim.clone());
-            } else if let Some(pos) = list.iter().position(|c| c == claim) {
-                list.remove(pos);
+            .filter_map(|(_, key)| key)
+            .peekable();
+        if add {
+            // One shared copy of the claim's key for all of its devices.
+            let holder = held.peek().map(|_| Arc::new(claim.clone()));
+            for key in held {
+                if let (Some(holders), Some(holder)) =
+                    (self.holders.get_mut(key.0 as usize), &holder)
+                {
+                    holders.add(holder);
+                }
+            }
+        } else {
+            for key in held {
+                if let Some(holders) = self.holders.get_mut(key.0 as usize) {
+                    holders.remove(claim);
+                }
             }
         }
         Ok(())
@@ -316,11 +378,13 @@ impl DeviceState {
     }
 
     /// The claims whose allocation names the device (admin-access results excluded).
-    pub fn holders(&self, key: DeviceKey) -> &[ClaimKey] {
+    pub fn holders(&self, key: DeviceKey) -> impl Iterator<Item = &ClaimKey> + '_ {
         self.holders
-            .get(&key)
-            .map(Vec::as_slice)
+            .get(key.0 as usize)
+            .map(Holders::as_slice)
             .unwrap_or_default()
+            .iter()
+            .map(|claim| &**claim)
     }
 
     /// Devices named by more than one exclusive allocation (conflicting claims in the input).
@@ -328,11 +392,14 @@ impl DeviceState {
         let mut out: Vec<(String, Vec<ClaimKey>)> = self
             .holders
             .iter()
-            .filter(|(_, claims)| claims.len() > 1)
-            .filter(|(key, _)| self.state.is_exclusively_allocated(**key))
+            .enumerate()
+            .filter(|(_, claims)| claims.as_slice().len() > 1)
+            .map(|(key, claims)| (DeviceKey(key as u32), claims))
+            .filter(|(key, _)| self.state.is_exclusively_allocated(*key))
             .map(|(key, claims)| {
-                let (d, p, n) = index.key_names(*key);
-                let mut claims = claims.clone();
+                let (d, p, n) = index.key_names(key);
+                let mut claims: Vec<ClaimKey> =
+                    claims.as_slice().iter().map(|c| (**c).clone()).collect();
                 claims.sort();
                 (format!("{d}/{p}/{n}"), claims)
             })
@@ -656,6 +723,68 @@ mod tests {
 
     /// A family's tables for every node are the same built on several threads as one by one,
     /// and so are the free counts, the risky nodes and the bounds they give.
+    /// Holders follow claims as they are added and removed, one or several per device, and a
+    /// device named by two exclusive allocations is a conflict listing both, sorted.
+    #[test]
+    fn holders_follow_the_claims_that_name_a_device() {
+        let slice = r#"{"metadata":{"name":"s"},"spec":{"driver":"gpu.example.com",
+            "nodeName":"node-1","pool":{"name":"node-1","resourceSliceCount":1},
+            "devices":[{"name":"gpu-0"},{"name":"gpu-1"}]}}"#;
+        let input = dra_alloc::IndexInput {
+            nodes: Vec::new(),
+            slices: vec![dra_alloc::SliceInput::Json(slice)],
+            classes: Vec::new(),
+            taint_rules: Vec::new(),
+        };
+        let index = Index::build(&input, &dra_alloc::IndexOptions::default()).expect("an index");
+        let key = |device: &str| {
+            index
+                .device_key("gpu.example.com", "node-1", device)
+                .expect("a device")
+        };
+        let allocation = |devices: &[&str]| -> AllocationResult {
+            let results: Vec<serde_json::Value> = devices
+                .iter()
+                .map(|d| {
+                    serde_json::json!({"request": "gpu", "driver": "gpu.example.com",
+                        "pool": "node-1", "device": d})
+                })
+                .collect();
+            serde_json::from_value(serde_json::json!({"devices": {"results": results}}))
+                .expect("an allocation result")
+        };
+        let claim = |name: &str| ("default".to_string(), name.to_string());
+        let held = |state: &DeviceState, device: &str| -> Vec<String> {
+            state.holders(key(device)).map(|(_, n)| n.clone()).collect()
+        };
+        let mut state = DeviceState::new(&index);
+        state
+            .add_claim(&index, &claim("b"), &allocation(&["gpu-0", "gpu-1"]))
+            .expect("added");
+        state
+            .add_claim(&index, &claim("a"), &allocation(&["gpu-0"]))
+            .expect("added");
+        assert_eq!(held(&state, "gpu-0"), ["b", "a"]);
+        assert_eq!(held(&state, "gpu-1"), ["b"]);
+        assert_eq!(
+            state.conflicts(&index),
+            [(
+                "gpu.example.com/node-1/gpu-0".to_string(),
+                vec![claim("a"), claim("b")]
+            )]
+        );
+        state
+            .remove_claim(&index, &claim("b"), &allocation(&["gpu-0", "gpu-1"]))
+            .expect("removed");
+        assert_eq!(held(&state, "gpu-0"), ["a"]);
+        assert!(held(&state, "gpu-1").is_empty());
+        assert!(state.conflicts(&index).is_empty());
+        state
+            .remove_claim(&index, &claim("a"), &allocation(&["gpu-0"]))
+            .expect("removed");
+        assert!(held(&state, "gpu-0").is_empty());
+    }
+
     #[test]
     fn tables_built_on_threads_are_the_tables_built_one_by_one() {
         let mut spec = dra_gen::preset("hgx-half", 80).expect("known preset");

@@ -359,7 +359,7 @@ impl ExplainContext<'_> {
                 }
                 let name = self.device_name(device);
                 if !spec.admin() && state.is_exclusively_allocated(entry.key) {
-                    let holders: Vec<ClaimKey> = self.devices.holders(entry.key).to_vec();
+                    let holders: Vec<&ClaimKey> = self.devices.holders(entry.key).collect();
                     let mut pods: Vec<PodRef> =
                         holders.iter().flat_map(|c| self.pods_of(c)).collect();
                     pods.sort();
