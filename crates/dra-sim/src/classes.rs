@@ -210,7 +210,7 @@ mod tests {
     use crate::fit::PodFacts;
     use dra_alloc::node_selector::NodeFacts;
 
-    fn node(name: &str, cpu: &str) -> SimNode {
+    fn node(name: &str, cpu: &str) -> SimNode<'static> {
         let loaded = dra_api::load_str(
             "n.yaml",
             &format!(
@@ -219,10 +219,10 @@ mod tests {
         );
         let object = &loaded.cluster.nodes[0].object;
         SimNode::new(
-            NodeFacts {
+            std::borrow::Cow::Owned(NodeFacts {
                 name: name.to_string(),
                 labels: Default::default(),
-            },
+            }),
             Some(object),
         )
     }

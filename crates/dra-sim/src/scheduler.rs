@@ -513,7 +513,7 @@ struct Engine<'a> {
     /// `template_specs`, by the specs' addresses in claim order.
     shared_requirements: HashMap<Vec<usize>, Arc<Requirement>>,
     devices: DeviceState,
-    nodes: Vec<SimNode>,
+    nodes: Vec<SimNode<'a>>,
     node_names: Vec<String>,
     order: Vec<NodeId>,
     /// Position of each node in name order.
@@ -592,9 +592,9 @@ impl<'a> Engine<'a> {
         let ids: Vec<NodeId> = index.node_ids().collect();
         let (sim_nodes, _) =
             crate::parallel::map_in_order(&ids, threads, options.threads_at_once, |&id| {
-                let facts = index.node_facts(id).clone();
+                let facts = index.node_facts(id);
                 let raw = by_name.get(facts.name.as_str()).copied();
-                SimNode::new(facts, raw)
+                SimNode::new(Cow::Borrowed(facts), raw)
             });
         for node in sim_nodes {
             if !node.allocatable.declared {
