@@ -281,13 +281,16 @@ impl DeviceState {
         self.threads = (threads.max(1), at_once);
     }
 
+    /// Adds the allocation of `claim` (`holder`: the key the device holders share) or, without
+    /// a holder, removes it.
     fn apply(
         &mut self,
         index: &Index,
         claim: &ClaimKey,
+        holder: Option<&Arc<ClaimKey>>,
         allocation: &AllocationResult,
-        add: bool,
     ) -> Result<(), StateError> {
+        let add = holder.is_some();
         // Each device is looked up by its names once, for the state and the tables alike.
         let resolved = ResolvedAllocation::new(index, allocation);
         // The exclusively allocated devices and whether each was taken before.
@@ -332,39 +335,29 @@ impl DeviceState {
                 }
             }
         }
-        let mut held = resolved
+        let held = resolved
             .results()
             .filter(|(r, _)| r.admin_access != Some(true))
-            .filter_map(|(_, key)| key)
-            .peekable();
-        if add {
-            // One shared copy of the claim's key for all of its devices.
-            let holder = held.peek().map(|_| Arc::new(claim.clone()));
-            for key in held {
-                if let (Some(holders), Some(holder)) =
-                    (self.holders.get_mut(key.0 as usize), &holder)
-                {
-                    holders.add(holder);
-                }
-            }
-        } else {
-            for key in held {
-                if let Some(holders) = self.holders.get_mut(key.0 as usize) {
-                    holders.remove(claim);
+            .filter_map(|(_, key)| key);
+        for key in held {
+            if let Some(holders) = self.holders.get_mut(key.0 as usize) {
+                match holder {
+                    Some(holder) => holders.add(holder),
+                    None => holders.remove(claim),
                 }
             }
         }
         Ok(())
     }
 
-    /// Records a claim's allocation.
+    /// Records a claim's allocation; the claim's devices share its key.
     pub fn add_claim(
         &mut self,
         index: &Index,
-        claim: &ClaimKey,
+        claim: &Arc<ClaimKey>,
         allocation: &AllocationResult,
     ) -> Result<(), StateError> {
-        self.apply(index, claim, allocation, true)
+        self.apply(index, claim, Some(claim), allocation)
     }
 
     /// Forgets a claim's allocation.
@@ -374,7 +367,7 @@ impl DeviceState {
         claim: &ClaimKey,
         allocation: &AllocationResult,
     ) -> Result<(), StateError> {
-        self.apply(index, claim, allocation, false)
+        self.apply(index, claim, None, allocation)
     }
 
     /// The claims whose allocation names the device (admin-access results excluded).
@@ -754,15 +747,16 @@ mod tests {
                 .expect("an allocation result")
         };
         let claim = |name: &str| ("default".to_string(), name.to_string());
+        let holder = |name: &str| Arc::new(claim(name));
         let held = |state: &DeviceState, device: &str| -> Vec<String> {
             state.holders(key(device)).map(|(_, n)| n.clone()).collect()
         };
         let mut state = DeviceState::new(&index);
         state
-            .add_claim(&index, &claim("b"), &allocation(&["gpu-0", "gpu-1"]))
+            .add_claim(&index, &holder("b"), &allocation(&["gpu-0", "gpu-1"]))
             .expect("added");
         state
-            .add_claim(&index, &claim("a"), &allocation(&["gpu-0"]))
+            .add_claim(&index, &holder("a"), &allocation(&["gpu-0"]))
             .expect("added");
         assert_eq!(held(&state, "gpu-0"), ["b", "a"]);
         assert_eq!(held(&state, "gpu-1"), ["b"]);

@@ -557,9 +557,9 @@ impl<'a> Engine<'a> {
         let mapping = ExtendedResourceMapping::build(&input.classes);
         let claims = ClaimStore::new(input);
         let mut devices = DeviceState::new(index);
-        let allocated: Vec<(ClaimKey, AllocationResult)> = claims
+        let allocated: Vec<(Arc<ClaimKey>, AllocationResult)> = claims
             .allocated()
-            .map(|(c, a)| (key_of(&c.metadata), a.clone()))
+            .map(|(c, a)| (Arc::new(key_of(&c.metadata)), a.clone()))
             .collect();
         for (key, allocation) in &allocated {
             devices
@@ -1945,7 +1945,7 @@ impl<'a> Engine<'a> {
                         let shown = &passed_over[..passed_over.len().min(3)];
                         placement.passed_over = self.diagnose(p, &attempt, shown, quiet).nodes;
                     }
-                    if let Err(message) = self.bind(p, &attempt, feasible, *placement) {
+                    if let Err(message) = self.bind(p, &mut attempt, feasible, *placement) {
                         let result = &mut self.results[p];
                         result.status = PodState::Error;
                         result.error = Some(message.clone());
@@ -1966,7 +1966,7 @@ impl<'a> Engine<'a> {
                     self.pending(p, &attempt, &rejected);
                 }
             }
-            self.record_claims(p, &attempt.claims);
+            self.record_claims(p, std::mem::take(&mut attempt.claims));
             self.results[p].steps = steps;
             return;
         }
@@ -1975,12 +1975,10 @@ impl<'a> Engine<'a> {
         self.results[p].steps = steps;
     }
 
-    fn record_claims(&mut self, p: usize, claims: &[PodClaim]) {
+    fn record_claims(&mut self, p: usize, claims: Vec<PodClaim>) {
         let result = &mut self.results[p];
         for c in claims {
-            result
-                .claims
-                .insert(c.pod_claim_name.clone(), c.claim_name.clone());
+            result.claims.insert(c.pod_claim_name, c.claim_name);
         }
     }
 
@@ -2116,7 +2114,7 @@ impl<'a> Engine<'a> {
     fn bind(
         &mut self,
         p: usize,
-        attempt: &Attempt,
+        attempt: &mut Attempt,
         feasible: Feasible,
         placement: Placement,
     ) -> Result<(), String> {
@@ -2144,12 +2142,14 @@ impl<'a> Engine<'a> {
         }
         let mut results = feasible.results.into_iter();
         let mut allocations = ClaimAllocations::default();
-        for (key, _) in &attempt.to_allocate {
+        // The keys are not needed after Reserve: the device holders take them over.
+        for (key, _) in std::mem::take(&mut attempt.to_allocate) {
             let Some(allocation) = results.next() else {
                 break;
             };
+            let key = Arc::new(key);
             self.devices
-                .add_claim(self.index, key, &allocation)
+                .add_claim(self.index, &key, &allocation)
                 .map_err(|e| e.to_string())?;
             let allocation = Arc::new(allocation);
             self.claims.allocate_and_reserve(
@@ -2169,7 +2169,7 @@ impl<'a> Engine<'a> {
             && let Some(allocation) = results.next()
         {
             let special_name = special_claim_name(pod_name);
-            let key = (namespace.to_string(), special_name.clone());
+            let key = Arc::new((namespace.to_string(), special_name.clone()));
             let mut object = self.special_claim_object(p, &variant.plan);
             object.status = Some(ResourceClaimStatus {
                 allocation: Some(allocation.clone()),
