@@ -1183,12 +1183,18 @@ mod tests {
     }
 
     fn allocation(device: &str) -> AllocationResult {
-        serde_json::from_value(serde_json::json!({
-            "devices": {"results": [
-                {"request": "g", "driver": "gpu.example.com", "pool": "node-a", "device": device}
-            ]}
-        }))
-        .expect("allocation")
+        crate::test_support::allocation("g", "gpu.example.com", "node-a", &[device])
+    }
+
+    /// The trainer pod's claim allocated (gpu-0) and reserved for the trainer.
+    fn allocate_for_trainer(store: &mut ClaimStore) {
+        store.allocate_and_reserve(
+            "team",
+            "trainer-accel",
+            Arc::new(allocation("gpu-0")),
+            "trainer",
+            "uid-trainer",
+        );
     }
 
     /// The object of a claim the model made from a template is the one the reference loop
@@ -1224,24 +1230,12 @@ mod tests {
         );
 
         // Read above, so the status change turns the entry into its object.
-        store.allocate_and_reserve(
-            "team",
-            "trainer-accel",
-            Arc::new(allocation("gpu-0")),
-            "trainer",
-            "uid-trainer",
-        );
+        allocate_for_trainer(&mut store);
         assert!(matches!(
             store.claims.get("team", "trainer-accel"),
             Some(StoredClaim::Object(_))
         ));
-        reference.allocate_and_reserve(
-            "team",
-            "trainer-accel",
-            Arc::new(allocation("gpu-0")),
-            "trainer",
-            "uid-trainer",
-        );
+        allocate_for_trainer(&mut reference);
         expected = reference
             .get("team", "trainer-accel")
             .expect("made")
@@ -1257,13 +1251,7 @@ mod tests {
         // Changed while lean, read afterwards.
         let (mut lean, _) = store_and_pod();
         lean.resolve_pod_claims(&pod).expect("resolves");
-        lean.allocate_and_reserve(
-            "team",
-            "trainer-accel",
-            Arc::new(allocation("gpu-0")),
-            "trainer",
-            "uid-trainer",
-        );
+        allocate_for_trainer(&mut lean);
         // Reserved for the pod it was made for: kept implicit, and read as written out.
         assert!(matches!(
             lean.claims.get("team", "trainer-accel"),

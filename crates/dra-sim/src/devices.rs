@@ -735,16 +735,8 @@ mod tests {
                 .device_key("gpu.example.com", "node-1", device)
                 .expect("a device")
         };
-        let allocation = |devices: &[&str]| -> AllocationResult {
-            let results: Vec<serde_json::Value> = devices
-                .iter()
-                .map(|d| {
-                    serde_json::json!({"request": "gpu", "driver": "gpu.example.com",
-                        "pool": "node-1", "device": d})
-                })
-                .collect();
-            serde_json::from_value(serde_json::json!({"devices": {"results": results}}))
-                .expect("an allocation result")
+        let allocation = |devices: &[&str]| {
+            crate::test_support::allocation("gpu", "gpu.example.com", "node-1", devices)
         };
         let claim = |name: &str| ("default".to_string(), name.to_string());
         let holder = |name: &str| Arc::new(claim(name));

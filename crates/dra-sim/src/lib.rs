@@ -73,6 +73,8 @@ pub mod resources;
 pub mod scheduler;
 pub mod score;
 pub mod taints;
+#[cfg(test)]
+mod test_support;
 
 use dra_alloc::{Index, IndexError, IndexInput, IndexOptions, SliceInput};
 use dra_api::SliceDoc;

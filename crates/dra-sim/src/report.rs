@@ -218,12 +218,7 @@ mod tests {
     use super::*;
 
     fn allocation(device: &str) -> AllocationResult {
-        serde_json::from_value(serde_json::json!({
-            "devices": {"results": [
-                {"request": "r", "driver": "d.example.com", "pool": "p", "device": device}
-            ]}
-        }))
-        .expect("an allocation")
+        crate::test_support::allocation("r", "d.example.com", "p", &[device])
     }
 
     #[test]
