@@ -11,6 +11,9 @@
 //! strings, vectors and boxes of ordinary types) is served by `mi_malloc`, `mi_zalloc` and
 //! `mi_realloc` directly; larger alignments still go through the aligned entry points.
 //! mimalloc's own `mi_realloc_aligned` takes the same shortcut for the same alignments.
+//!
+//! [`keep_freed_memory`] turns off mimalloc's purging of free pages for the short-lived
+//! `dra` process, whose later phases reuse what the earlier ones freed.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;
@@ -74,6 +77,38 @@ unsafe impl GlobalAlloc for Mimalloc {
         };
         p.cast()
     }
+}
+
+/// mimalloc's `mi_option_purge_delay` (`mimalloc.h`, `mi_option_e`; the `libmimalloc-sys`
+/// crate declares the option calls only behind a feature that pulls in another crate).
+const MI_OPTION_PURGE_DELAY: i32 = 15;
+
+#[allow(unsafe_code)]
+unsafe extern "C" {
+    /// `void mi_option_set(mi_option_t option, long value)`.
+    fn mi_option_set(option: i32, value: core::ffi::c_long);
+}
+
+/// Keeps the memory the process frees for its own later allocations instead of handing it
+/// back to the kernel.
+///
+/// By default mimalloc purges pages that stay free for 10 ms (`madvise(MADV_DONTNEED)`).
+/// A `dra` command frees much of what it read once the simulation's snapshot holds what it
+/// needs, and then allocates again: the kernel splits the transparent huge pages the purges
+/// cut into and zeroes every page again when the allocations come back to them. A command
+/// is one short process whose peak is reached before it frees, so keeping the pages costs
+/// no peak memory. Call it first thing in `main`: a segment decides at its creation whether
+/// it may purge. The environment variable `MIMALLOC_PURGE_DELAY`, when set, still wins.
+pub fn keep_freed_memory() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // SAFETY: sets one of mimalloc's options (a plain store into its option table); -1 is
+    // the documented value for "never purge".
+    #[allow(unsafe_code)]
+    unsafe {
+        mi_option_set(MI_OPTION_PURGE_DELAY, -1)
+    };
 }
 
 #[cfg(test)]
@@ -149,6 +184,29 @@ mod tests {
                     allocator.dealloc(z, layout);
                 }
             }
+        }
+    }
+
+    unsafe extern "C" {
+        /// `long mi_option_get(mi_option_t option)`.
+        fn mi_option_get(option: i32) -> core::ffi::c_long;
+    }
+
+    /// The option number is mimalloc's purge delay (its default is 10 ms), and the call sets
+    /// it to "never" unless the environment chose a value.
+    #[test]
+    fn freed_memory_is_kept_unless_the_environment_says_otherwise() {
+        // SAFETY: reads one of mimalloc's options.
+        let before = unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) };
+        keep_freed_memory();
+        // SAFETY: as above.
+        let after = unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) };
+        match std::env::var("MIMALLOC_PURGE_DELAY") {
+            Err(_) => {
+                assert_eq!(before, 10, "mimalloc's default purge delay");
+                assert_eq!(after, -1);
+            }
+            Ok(value) => assert_eq!(after.to_string(), value.trim()),
         }
     }
 }
