@@ -12,6 +12,10 @@
 //! * [`allocate`]: upstream's `Allocate(node, claims)`. Its [`Outcome`] is one of
 //!   [`Outcome::Allocated`], [`Outcome::Unsatisfiable`] (on this node) or [`Outcome::Fatal`]
 //!   (upstream returns an error that aborts the pod's scheduling attempt).
+//! * [`allocate_picks`]: the same call answering each claim's [`ClaimPicks`], which write the
+//!   `AllocationResult` when asked ([`ClaimPicks::build`]); an [`Allocation`] keeps them and
+//!   reads as that object, written on first read (for simulations that schedule many pods
+//!   and print the objects once, at the end).
 //!
 //! # Fidelity
 //! The search is upstream's depth-first search, step for step: pools by `(driver, pool)` with
@@ -34,6 +38,7 @@
 //! match allocate(&index, &state, node, &[&claim]) { .. }
 //! ```
 
+mod allocation;
 mod claims;
 pub mod hashing;
 mod index;
@@ -50,6 +55,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::resource::v1::AllocationResult;
 
+pub use allocation::Allocation;
 pub use claims::{
     AllocationMode, ConstraintSpec, PreparedClaim, PreparedRequest, PreparedSpec, RequestBody,
     RequestSpec,
@@ -60,7 +66,7 @@ pub use index::{
     taint_rule_selects,
 };
 pub use pools::{NodePools, PoolView};
-pub use result::{stable_uuid, stable_uuid_of_parts};
+pub use result::{ClaimPicks, stable_uuid, stable_uuid_of_parts};
 pub use search::tolerates_taint;
 pub use selectors::{Match, SelSetId, SelectorFailure, SelectorOrigin};
 pub use state::{AllocatedState, ResolvedAllocation, StateError};
@@ -127,6 +133,14 @@ pub enum Outcome {
 }
 
 /// Search statistics of one call.
+/// [`allocate_picks`]' answer: [`Outcome`] with each claim's picks instead of its object.
+#[derive(Debug, Clone)]
+pub enum Picked {
+    Allocated(Vec<ClaimPicks>),
+    Unsatisfiable(Unsatisfiable),
+    Fatal(FatalError),
+}
+
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Invocations of the search step (upstream's `NumAllocateOneInvocations`).
@@ -178,9 +192,33 @@ pub fn allocate(
     node: NodeId,
     claims: &[&PreparedClaim],
 ) -> (Outcome, Stats) {
+    let (picked, stats) = allocate_picks(index, state, node, claims);
+    let outcome = match picked {
+        Picked::Allocated(picks) => Outcome::Allocated(
+            picks
+                .iter()
+                .zip(claims)
+                .map(|(picks, claim)| picks.build(index, node, claim))
+                .collect(),
+        ),
+        Picked::Unsatisfiable(why) => Outcome::Unsatisfiable(why),
+        Picked::Fatal(e) => Outcome::Fatal(e),
+    };
+    (outcome, stats)
+}
+
+/// [`allocate`] with each claim's picks ([`ClaimPicks`]) instead of its `AllocationResult`:
+/// the same search, the same errors; [`ClaimPicks::build`] writes the object `allocate`
+/// returns.
+pub fn allocate_picks(
+    index: &Index,
+    state: &AllocatedState,
+    node: NodeId,
+    claims: &[&PreparedClaim],
+) -> (Picked, Stats) {
     let pools = match index.node_pools_ref(node) {
         Ok(p) => p,
-        Err(e) => return (Outcome::Fatal(e), Stats::default()),
+        Err(e) => return (Picked::Fatal(e), Stats::default()),
     };
     if claims.iter().all(|c| c.plain) {
         // The pre-search check depends only on the allocations in the node's pools; its
@@ -202,7 +240,7 @@ pub fn allocate(
             });
         if rejected {
             return (
-                Outcome::Unsatisfiable(Unsatisfiable {
+                Picked::Unsatisfiable(Unsatisfiable {
                     invalid_pools: pools.pools.iter().any(|p| p.invalid.is_some()),
                 }),
                 Stats {
@@ -214,7 +252,7 @@ pub fn allocate(
     }
     let mut search = match search::Search::new(index, state, node, pools, claims) {
         Ok(s) => s,
-        Err(message) => return (Outcome::Fatal(FatalError { message }), Stats::default()),
+        Err(message) => return (Picked::Fatal(FatalError { message }), Stats::default()),
     };
     let done = if search.might_fit() {
         search.allocate_one(0, 0, 0, 0, false, (0, 0))
@@ -226,14 +264,14 @@ pub fn allocate(
         rejected_before_search: false,
     };
     let outcome = match done {
-        Err(search::Stop::Fatal(message)) => Outcome::Fatal(FatalError { message }),
+        Err(search::Stop::Fatal(message)) => Picked::Fatal(FatalError { message }),
         // Swallowed at claim boundaries upstream; at the top it means "no solution".
-        Err(search::Stop::MaxSizeExceeded) | Ok(false) => Outcome::Unsatisfiable(Unsatisfiable {
+        Err(search::Stop::MaxSizeExceeded) | Ok(false) => Picked::Unsatisfiable(Unsatisfiable {
             invalid_pools: pools.pools.iter().any(|p| p.invalid.is_some()),
         }),
-        Ok(true) => match result::build_results(&search) {
-            Ok(results) => Outcome::Allocated(results),
-            Err(message) => Outcome::Fatal(FatalError { message }),
+        Ok(true) => match result::claim_picks(&mut search) {
+            Ok(picks) => Picked::Allocated(picks),
+            Err(message) => Picked::Fatal(FatalError { message }),
         },
     };
     (outcome, stats)

@@ -10,23 +10,136 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
 
-use crate::claims::{PreparedClaim, RequestBody};
+use crate::claims::{PreparedClaim, RequestBody, RequestSpec};
+use crate::index::{DeviceIdx, Index, NodeId};
 use crate::search::{Pick, Search};
 
-/// Builds the results of all claims; an error is upstream's fatal node-selector error.
-pub(crate) fn build_results(search: &Search<'_>) -> Result<Vec<AllocationResult>, String> {
-    let mut results = Vec::with_capacity(search.claims.len());
+/// One claim's allocation as the search found it, before it is written as a Kubernetes
+/// `AllocationResult` ([`ClaimPicks::build`]): the picked devices in pick order, the chosen
+/// subrequests and the node selector's shape. Building the object costs a dozen allocations
+/// and most of a pod's memory in a large simulation, and its names add nothing the picks
+/// do not say; a simulation keeps the picks and writes the object when it is read
+/// ([`crate::Allocation`]).
+#[derive(Debug, Clone)]
+pub struct ClaimPicks {
+    /// The search's own picks, taken over as they are.
+    devices: Vec<Pick>,
+    /// The chosen subrequest per request; empty when the claim has no `firstAvailable`
+    /// request (every request's only choice is 0).
+    selected_sub: Vec<usize>,
+    selector: SelectorPlan,
+}
+
+/// The node selector of an allocation ([`create_node_selector`]'s answer), decided with the
+/// picks so that building the object cannot fail.
+#[derive(Debug, Clone)]
+enum SelectorPlan {
+    /// `metadata.name In [<the node>]`: a device of the node itself (nearly every one).
+    ThisNode,
+    Written(Option<NodeSelector>),
+}
+
+/// The picks of every claim of a successful search, in claim order; an error is upstream's
+/// fatal node-selector error.
+pub(crate) fn claim_picks(search: &mut Search<'_>) -> Result<Vec<ClaimPicks>, String> {
+    let mut all = Vec::with_capacity(search.claims.len());
     for (c, claim) in search.claims.iter().enumerate() {
-        let picks = &search.picks[c];
-        let devices: Vec<DeviceRequestAllocationResult> = picks
+        let picks = std::mem::take(&mut search.picks[c]);
+        let selector = create_node_selector(search.index, &picks)
+            .map_err(|e| format!("create NodeSelector for claim {}: {e}", claim.name))?;
+        let has_first_available = claim
+            .requests
+            .iter()
+            .any(|r| matches!(r.body, RequestBody::FirstAvailable(_)));
+        all.push(ClaimPicks {
+            devices: picks,
+            selected_sub: if has_first_available {
+                std::mem::take(&mut search.selected_sub[c])
+            } else {
+                Vec::new()
+            },
+            selector,
+        });
+    }
+    Ok(all)
+}
+
+/// A request (or the chosen subrequest) of a claim, as the search saw it.
+struct RequestView<'c> {
+    spec: &'c RequestSpec,
+    /// Name of the parent request for subrequests.
+    parent: Option<&'c str>,
+}
+
+impl RequestView<'_> {
+    fn request_name(&self) -> String {
+        match self.parent {
+            Some(parent) => format!("{parent}/{}", self.spec.name),
+            None => self.spec.name.clone(),
+        }
+    }
+}
+
+fn request_view(claim: &PreparedClaim, request: usize, sub: usize) -> Option<RequestView<'_>> {
+    let entry = claim.requests.get(request)?;
+    match &entry.body {
+        RequestBody::Exact(spec) => Some(RequestView { spec, parent: None }),
+        RequestBody::FirstAvailable(subs) => Some(RequestView {
+            spec: subs.get(sub)?,
+            parent: Some(&entry.name),
+        }),
+        RequestBody::Unknown => None,
+    }
+}
+
+impl ClaimPicks {
+    /// The subrequest chosen for `request` (0 for requests without alternatives).
+    fn selected(&self, request: usize) -> usize {
+        self.selected_sub.get(request).copied().unwrap_or(0)
+    }
+
+    /// The picked devices, in pick order.
+    pub fn devices(&self) -> impl Iterator<Item = DeviceIdx> + '_ {
+        self.devices.iter().map(|d| d.device)
+    }
+
+    /// Whether every pick is an exclusive allocation of a whole device: no admin access, no
+    /// share of a device that allows several allocations, no consumed capacity. Such an
+    /// allocation changes the allocated state by its device keys alone.
+    pub fn is_exclusive(&self, index: &Index, claim: &PreparedClaim) -> bool {
+        self.devices.iter().all(|d| {
+            d.consumed_capacity.is_none()
+                && !index.device(d.device).allow_multiple_allocations
+                && request_view(claim, d.request, d.sub).is_some_and(|v| !v.spec.admin())
+        })
+    }
+
+    /// The names the allocated requests are known by (`request` or `request/subrequest`),
+    /// one per picked device, as the object's device results have them.
+    pub fn request_names<'c>(
+        &'c self,
+        claim: &'c PreparedClaim,
+    ) -> impl Iterator<Item = String> + 'c {
+        self.devices.iter().filter_map(move |d| {
+            request_view(claim, d.request, d.sub).map(|view| view.request_name())
+        })
+    }
+
+    /// The claim's `AllocationResult` on `node` (`claim` is the claim the picks were made
+    /// for).
+    pub fn build(&self, index: &Index, node: NodeId, claim: &PreparedClaim) -> AllocationResult {
+        let devices: Vec<DeviceRequestAllocationResult> = self
+            .devices
             .iter()
             .enumerate()
-            .map(|(i, pick)| device_result(search, claim, i, pick))
+            .filter_map(|(i, pick)| device_result(index, claim, i, pick))
             .collect();
-        let config = build_config(search, c, claim);
-        let node_selector = create_node_selector(search, picks)
-            .map_err(|e| format!("create NodeSelector for claim {}: {e}", claim.name))?;
-        results.push(AllocationResult {
+        let config = build_config(index, self, claim);
+        let node_selector = match &self.selector {
+            SelectorPlan::ThisNode => Some(this_node(&index.node_facts(node).name)),
+            SelectorPlan::Written(selector) => selector.clone(),
+        };
+        AllocationResult {
             allocation_timestamp: None,
             devices: Some(DeviceAllocationResult {
                 results: Some(devices),
@@ -37,25 +150,23 @@ pub(crate) fn build_results(search: &Search<'_>) -> Result<Vec<AllocationResult>
                 },
             }),
             node_selector,
-        });
+        }
     }
-    Ok(results)
 }
 
 fn device_result(
-    search: &Search<'_>,
+    index: &Index,
     claim: &PreparedClaim,
     position: usize,
     pick: &Pick,
-) -> DeviceRequestAllocationResult {
-    let index = search.index;
-    let data = &search.requests[pick.claim][pick.request][pick.sub];
+) -> Option<DeviceRequestAllocationResult> {
+    let data = request_view(claim, pick.request, pick.sub)?;
     let entry = index.device(pick.device);
     let (driver, pool, device) = index.key_names(entry.key);
     let share_id = (index.features.consumable_capacity && entry.allow_multiple_allocations)
         .then(|| share_id(claim, position, driver, pool, device));
     let binding = index.features.device_binding_and_status;
-    DeviceRequestAllocationResult {
+    Some(DeviceRequestAllocationResult {
         request: data.request_name(),
         driver: driver.to_string(),
         pool: pool.to_string(),
@@ -84,7 +195,7 @@ fn device_result(
             None
         },
         skip_node_operations: None,
-    }
+    })
 }
 
 /// A share ID for a shared device. Upstream draws a random UUID; a simulation must be
@@ -152,8 +263,7 @@ const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
 /// The name a request is known by in this allocation: its own name, or `req/sub` for the
 /// selected subrequest.
 fn allocated_request_names(
-    search: &Search<'_>,
-    c: usize,
+    picks: &ClaimPicks,
     claim: &PreparedClaim,
 ) -> Vec<(String, Option<String>)> {
     claim
@@ -161,32 +271,34 @@ fn allocated_request_names(
         .iter()
         .enumerate()
         .map(|(r, request)| match &request.body {
-            RequestBody::FirstAvailable(subs) => {
-                let selected = search.selected_sub[c][r];
-                (
-                    request.name.clone(),
-                    subs.get(selected)
-                        .map(|s| format!("{}/{}", request.name, s.name)),
-                )
-            }
+            RequestBody::FirstAvailable(subs) => (
+                request.name.clone(),
+                subs.get(picks.selected(r))
+                    .map(|s| format!("{}/{}", request.name, s.name)),
+            ),
             _ => (request.name.clone(), None),
         })
         .collect()
 }
 
 fn build_config(
-    search: &Search<'_>,
-    c: usize,
+    index: &Index,
+    picks: &ClaimPicks,
     claim: &PreparedClaim,
 ) -> Vec<DeviceAllocationConfiguration> {
-    let index = search.index;
     let mut config: Vec<DeviceAllocationConfiguration> = Vec::new();
     // Class configuration: once per class, with the names of all requests that used it. Only
     // classes with configuration are tracked (most have none, and then nothing is named).
     let mut class_ranges: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
-    for (r, _) in claim.requests.iter().enumerate() {
-        let data = &search.requests[c][r][search.selected_sub[c][r]];
-        if let Some((start, end)) = class_ranges.get(&data.class.0) {
+    for r in 0..claim.requests.len() {
+        // The search checked that every request's class exists.
+        let Some(data) = request_view(claim, r, picks.selected(r)) else {
+            continue;
+        };
+        let Some(class) = data.spec.class else {
+            continue;
+        };
+        if let Some((start, end)) = class_ranges.get(&class.0) {
             let name = data.request_name();
             for entry in &mut config[*start..*end] {
                 entry
@@ -196,7 +308,7 @@ fn build_config(
             }
             continue;
         }
-        let class_config = &index.class_entry(data.class).config;
+        let class_config = &index.class_entry(class).config;
         if class_config.is_empty() {
             continue;
         }
@@ -209,12 +321,12 @@ fn build_config(
                 opaque: class_config.opaque.clone(),
             });
         }
-        class_ranges.insert(data.class.0, (start, config.len()));
+        class_ranges.insert(class.0, (start, config.len()));
     }
     if config.is_empty() && claim.config.is_empty() {
         return config;
     }
-    let names = allocated_request_names(search, c, claim);
+    let names = allocated_request_names(picks, claim);
     // Claim configuration, when it names an allocated request (or none).
     for claim_config in &claim.config {
         let requests = claim_config.requests.as_deref().unwrap_or_default();
@@ -248,12 +360,22 @@ fn build_config(
     config
 }
 
-/// `createNodeSelector`.
-fn create_node_selector(
-    search: &Search<'_>,
-    picks: &[Pick],
-) -> Result<Option<NodeSelector>, String> {
-    let index = search.index;
+/// `metadata.name In [<node>]`.
+fn this_node(node: &str) -> NodeSelector {
+    NodeSelector {
+        node_selector_terms: vec![NodeSelectorTerm {
+            match_expressions: None,
+            match_fields: Some(vec![NodeSelectorRequirement {
+                key: "metadata.name".to_string(),
+                operator: "In".to_string(),
+                values: Some(vec![node.to_string()]),
+            }]),
+        }],
+    }
+}
+
+/// `createNodeSelector`, with the selector of the node itself left to be written.
+fn create_node_selector(index: &Index, picks: &[Pick]) -> Result<SelectorPlan, String> {
     let mut fields: Vec<NodeSelectorRequirement> = Vec::new();
     let mut expressions: Vec<NodeSelectorRequirement> = Vec::new();
     for pick in picks {
@@ -268,16 +390,7 @@ fn create_node_selector(
             )
         };
         if node_name.is_some() || entry.binds_to_node {
-            return Ok(Some(NodeSelector {
-                node_selector_terms: vec![NodeSelectorTerm {
-                    match_expressions: None,
-                    match_fields: Some(vec![NodeSelectorRequirement {
-                        key: "metadata.name".to_string(),
-                        operator: "In".to_string(),
-                        values: Some(vec![search.node.name.clone()]),
-                    }]),
-                }],
-            }));
+            return Ok(SelectorPlan::ThisNode);
         }
         if let Some(selector) = selector {
             match selector.node_selector_terms.len() {
@@ -302,14 +415,14 @@ fn create_node_selector(
         }
     }
     if fields.is_empty() && expressions.is_empty() {
-        return Ok(None);
+        return Ok(SelectorPlan::Written(None));
     }
-    Ok(Some(NodeSelector {
+    Ok(SelectorPlan::Written(Some(NodeSelector {
         node_selector_terms: vec![NodeSelectorTerm {
             match_expressions: (!expressions.is_empty()).then_some(expressions),
             match_fields: (!fields.is_empty()).then_some(fields),
         }],
-    }))
+    })))
 }
 
 fn add_new_requirements(from: &[NodeSelectorRequirement], to: &mut Vec<NodeSelectorRequirement>) {

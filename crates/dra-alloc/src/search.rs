@@ -48,15 +48,6 @@ pub(crate) struct RequestData<'a> {
     pub candidates: Arc<Candidates>,
 }
 
-impl RequestData<'_> {
-    pub fn request_name(&self) -> String {
-        match self.parent {
-            Some(parent) => format!("{parent}/{}", self.spec.name),
-            None => self.spec.name.clone(),
-        }
-    }
-}
-
 /// Where a device is in the node's search order.
 #[derive(Debug, Clone, Copy)]
 struct Position {

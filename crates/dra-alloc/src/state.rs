@@ -181,6 +181,20 @@ impl AllocatedState {
         self.apply(index, allocation, true)
     }
 
+    /// [`AllocatedState::add_resolved`] for results that each allocate a whole device
+    /// exclusively (no admin access, no share ID, no consumed capacity), by their keys.
+    pub fn add_exclusive(&mut self, index: &Index, keys: &[DeviceKey]) {
+        self.version += 1;
+        for &key in keys {
+            if let Some(v) = self.pool_versions.get_mut(index.pool_of_key(key) as usize) {
+                *v += 1;
+            }
+            if let Some(count) = self.exclusive.get_mut(key.0 as usize) {
+                *count += 1;
+            }
+        }
+    }
+
     /// [`AllocatedState::remove`] with the devices' keys already resolved.
     pub fn remove_resolved(
         &mut self,

@@ -21,8 +21,11 @@ mod props;
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+
 use dra_alloc::{
-    AllocatedState, Index, IndexInput, IndexOptions, Outcome, PreparedClaim, SliceInput, allocate,
+    AllocatedState, Allocation, DeviceKey, Index, IndexInput, IndexOptions, NodeId, Outcome,
+    Picked, PreparedClaim, SliceInput, allocate, allocate_picks,
 };
 use k8s_openapi::api::resource::v1::AllocationResult;
 use proptest::prelude::*;
@@ -161,9 +164,94 @@ fn same_as_brute(expected: &Expected, outcome: &Outcome) -> Result<(), String> {
     }
 }
 
+/// The picks of the same call write the same objects, kept as [`Allocation`]s or taken
+/// out; [`dra_alloc::ClaimPicks::is_exclusive`] holds exactly for the allocations whose
+/// every result is a plain exclusive one. Returns the state before the call (rebuilt from the
+/// ledger) with the call's allocations added as the simulation adds them: exclusive ones by
+/// their device keys, the others as objects.
+fn same_by_picks(
+    index: &Arc<Index>,
+    ledger: &Ledger,
+    node: NodeId,
+    claims: &[&PreparedClaim],
+    allocations: &[AllocationResult],
+) -> Result<AllocatedState, String> {
+    let mut state = AllocatedState::new(index);
+    for allocation in ledger.allocations() {
+        state.add(index, allocation).map_err(|e| e.to_string())?;
+    }
+    let Picked::Allocated(picks) = allocate_picks(index, &state, node, claims).0 else {
+        return Err("allocate_picks does not allocate where allocate does".to_string());
+    };
+    if picks.len() != allocations.len() {
+        return Err(format!(
+            "{} picks for {} allocations",
+            picks.len(),
+            allocations.len()
+        ));
+    }
+    for ((picks, claim), allocation) in picks.iter().zip(claims).zip(allocations) {
+        let kept = Allocation::from_picks(index, node, (*claim).clone(), picks.clone());
+        if *kept != *allocation {
+            return Err(format!(
+                "picks write {:?}\n  allocate returned {allocation:?}",
+                *kept
+            ));
+        }
+        let written = serde_json::to_string(&kept).map_err(|e| e.to_string())?;
+        if written != serde_json::to_string(allocation).map_err(|e| e.to_string())? {
+            return Err(format!("picks serialise as {written}"));
+        }
+        if kept.into_result() != *allocation {
+            return Err("the allocation taken out differs".to_string());
+        }
+        let results = allocation
+            .devices
+            .as_ref()
+            .and_then(|d| d.results.as_deref())
+            .unwrap_or_default();
+        let plain = results.iter().all(|r| {
+            r.admin_access != Some(true) && r.share_id.is_none() && r.consumed_capacity.is_none()
+        });
+        if picks.is_exclusive(index, claim) != plain {
+            return Err(format!(
+                "is_exclusive is {} for results {results:?}",
+                picks.is_exclusive(index, claim)
+            ));
+        }
+        if plain {
+            let keys: Vec<DeviceKey> = picks.devices().map(|d| index.device(d).key).collect();
+            state.add_exclusive(index, &keys);
+        } else {
+            state.add(index, allocation).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(state)
+}
+
+/// Two states agree on everything a search reads of whole-device allocations.
+fn same_state(index: &Index, a: &AllocatedState, b: &AllocatedState) -> Result<(), String> {
+    if a.version() != b.version() {
+        return Err(format!("versions {} and {}", a.version(), b.version()));
+    }
+    for key in (0..index.num_device_keys() as u32).map(DeviceKey) {
+        if a.is_allocated(key) != b.is_allocated(key)
+            || a.is_exclusively_allocated(key) != b.is_exclusively_allocated(key)
+        {
+            return Err(format!("device key {} differs", key.0));
+        }
+    }
+    for pool in 0..index.num_pool_keys() as u32 {
+        if a.pool_version(pool) != b.pool_version(pool) {
+            return Err(format!("pool key {pool} differs"));
+        }
+    }
+    Ok(())
+}
+
 /// Runs every step of a scenario and checks it; returns the first violation.
 fn run(scenario: &Scenario, tally: &mut Tally) -> Result<(), String> {
-    let index = build_index(scenario);
+    let index = Arc::new(build_index(scenario));
     let mut state = AllocatedState::new(&index);
     let mut ledger = Ledger::default();
     let mut selectors = Selectors::default();
@@ -235,6 +323,8 @@ fn run(scenario: &Scenario, tally: &mut Tally) -> Result<(), String> {
                     &ledger,
                 )
                 .map_err(fail)?;
+                let by_keys =
+                    same_by_picks(&index, &ledger, node_id, &refs, allocations).map_err(fail)?;
                 for ((claim, allocation), devices) in
                     step.claims.iter().zip(allocations).zip(devices)
                 {
@@ -248,6 +338,7 @@ fn run(scenario: &Scenario, tally: &mut Tally) -> Result<(), String> {
                     });
                 }
                 check_ledger(scenario, &ledger).map_err(fail)?;
+                same_state(&index, &state, &by_keys).map_err(fail)?;
             }
             Outcome::Unsatisfiable(u) => {
                 tally.unsatisfiable += 1;

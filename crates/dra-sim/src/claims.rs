@@ -7,7 +7,7 @@ use std::hash::BuildHasherDefault;
 use std::sync::{Arc, OnceLock};
 
 use dra_alloc::hashing::WordHasher;
-use dra_alloc::{Index, PreparedClaim, PreparedSpec};
+use dra_alloc::{Allocation, Index, PreparedClaim, PreparedSpec};
 use indexmap::IndexMap;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{
@@ -61,7 +61,7 @@ struct LeanClaim {
     /// nothing: almost every such claim is reserved for that pod alone, and the entry is four
     /// allocations. Any other change of the reservations writes the entry out first.
     reserved_by_owner: bool,
-    allocation: Option<Arc<AllocationResult>>,
+    allocation: Option<Arc<Allocation>>,
     /// The object, made the first time it is read through a shared reference; a change of
     /// status afterwards turns the entry into [`StoredClaim::Object`].
     object: OnceLock<Box<ResourceClaim>>,
@@ -91,7 +91,7 @@ impl StoredClaim {
     fn allocation(&self) -> Option<&AllocationResult> {
         match self {
             StoredClaim::Object(claim) => claim.status.as_ref()?.allocation.as_ref(),
-            StoredClaim::Made(made) => made.allocation.as_deref(),
+            StoredClaim::Made(made) => made.allocation.as_deref().map(|a| &**a),
         }
     }
 
@@ -190,7 +190,9 @@ impl StoredClaim {
             StoredClaim::Made(made) => {
                 let status = made.status.as_mut()?;
                 status.devices = None;
-                made.allocation.take().map(Arc::unwrap_or_clone)
+                made.allocation
+                    .take()
+                    .map(|a| Arc::unwrap_or_clone(a).into_result())
             }
         }
     }
@@ -228,20 +230,20 @@ impl StoredClaim {
 /// claim behind an `Arc`; each form is converted only when the claim needs the other.
 enum NewAllocation {
     Owned(AllocationResult),
-    Shared(Arc<AllocationResult>),
+    Shared(Arc<Allocation>),
 }
 
 impl NewAllocation {
     fn owned(self) -> AllocationResult {
         match self {
             NewAllocation::Owned(allocation) => allocation,
-            NewAllocation::Shared(allocation) => Arc::unwrap_or_clone(allocation),
+            NewAllocation::Shared(allocation) => Arc::unwrap_or_clone(allocation).into_result(),
         }
     }
 
-    fn shared(self) -> Arc<AllocationResult> {
+    fn shared(self) -> Arc<Allocation> {
         match self {
-            NewAllocation::Owned(allocation) => Arc::new(allocation),
+            NewAllocation::Owned(allocation) => Arc::new(Allocation::new(allocation)),
             NewAllocation::Shared(allocation) => allocation,
         }
     }
@@ -259,7 +261,7 @@ impl LeanClaim {
         );
         claim.status = self.status.clone();
         if let Some(status) = &mut claim.status {
-            status.allocation = self.allocation.as_deref().cloned();
+            status.allocation = self.allocation.as_deref().map(|a| a.result().into_owned());
             if self.reserved_by_owner {
                 status.reserved_for = Some(vec![self.owner_reservation()]);
             }
@@ -468,7 +470,7 @@ impl ClaimStore {
         &mut self,
         namespace: &str,
         name: &str,
-        allocation: Arc<AllocationResult>,
+        allocation: Arc<Allocation>,
         pod_name: &str,
         pod_uid: &str,
     ) {
@@ -1191,7 +1193,7 @@ mod tests {
         store.allocate_and_reserve(
             "team",
             "trainer-accel",
-            Arc::new(allocation("gpu-0")),
+            Arc::new(allocation("gpu-0").into()),
             "trainer",
             "uid-trainer",
         );

@@ -305,6 +305,25 @@ impl DeviceState {
         } else {
             self.state.remove_resolved(index, &resolved)?;
         }
+        self.note_exclusive_changes(before);
+        let held = resolved
+            .results()
+            .filter(|(r, _)| r.admin_access != Some(true))
+            .filter_map(|(_, key)| key);
+        for key in held {
+            if let Some(holders) = self.holders.get_mut(key.0 as usize) {
+                match holder {
+                    Some(holder) => holders.add(holder),
+                    None => holders.remove(claim),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings the pre-check tables up to date for the devices whose exclusive allocation may
+    /// have changed (`before`: each with whether it was allocated before the change).
+    fn note_exclusive_changes(&mut self, before: Vec<(DeviceKey, bool)>) {
         for (key, was) in before {
             let now = self.state.is_exclusively_allocated(key);
             if was == now {
@@ -335,19 +354,28 @@ impl DeviceState {
                 }
             }
         }
-        let held = resolved
-            .results()
-            .filter(|(r, _)| r.admin_access != Some(true))
-            .filter_map(|(_, key)| key);
-        for key in held {
+    }
+
+    /// [`DeviceState::add_claim`] for an allocation of whole devices, each allocated exclusively
+    /// (no admin access, no shares, no consumed capacity: [`dra_alloc::ClaimPicks::is_exclusive`]),
+    /// by their keys: the same changes without the allocation's object.
+    pub fn add_exclusive_claim(
+        &mut self,
+        index: &Index,
+        claim: &Arc<ClaimKey>,
+        keys: &[DeviceKey],
+    ) {
+        let before: Vec<(DeviceKey, bool)> = keys
+            .iter()
+            .map(|&key| (key, self.state.is_exclusively_allocated(key)))
+            .collect();
+        self.state.add_exclusive(index, keys);
+        self.note_exclusive_changes(before);
+        for key in keys {
             if let Some(holders) = self.holders.get_mut(key.0 as usize) {
-                match holder {
-                    Some(holder) => holders.add(holder),
-                    None => holders.remove(claim),
-                }
+                holders.add(claim);
             }
         }
-        Ok(())
     }
 
     /// Records a claim's allocation; the claim's devices share its key.
@@ -771,18 +799,21 @@ mod tests {
         assert!(held(&state, "gpu-0").is_empty());
     }
 
-    #[test]
-    fn tables_built_on_threads_are_the_tables_built_one_by_one() {
-        let mut spec = dra_gen::preset("hgx-half", 80).expect("known preset");
-        spec.seed = 3;
+    /// A cluster of `dra gen`'s `preset` at `nodes` nodes, loaded.
+    fn generated(preset: &str, nodes: u32, seed: u64) -> dra_api::Loaded {
+        let mut spec = dra_gen::preset(preset, nodes).expect("known preset");
+        spec.seed = seed;
         let mut text = Vec::new();
         dra_gen::generate_json_lines(&spec, &mut text).expect("generates");
-        let loaded = dra_api::load_str("hgx-half.json", &String::from_utf8(text).expect("utf-8"));
+        let text = String::from_utf8(text).expect("utf-8");
+        let loaded = dra_api::load_str(&format!("{preset}.json"), &text);
         assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
-        let input = crate::SimInput::from_cluster(&loaded.cluster);
-        let snapshot = crate::Snapshot::new(&input).expect("indexes");
-        let index = &snapshot.index;
-        let claims: Vec<PreparedClaim> = input
+        loaded
+    }
+
+    /// A claim made from each of the input's templates, prepared.
+    fn template_claims(input: &crate::SimInput<'_>, index: &Index) -> Vec<PreparedClaim> {
+        input
             .templates
             .iter()
             .map(|template| {
@@ -793,7 +824,16 @@ mod tests {
                 };
                 PreparedClaim::new(index, &claim)
             })
-            .collect();
+            .collect()
+    }
+
+    #[test]
+    fn tables_built_on_threads_are_the_tables_built_one_by_one() {
+        let loaded = generated("hgx-half", 80, 3);
+        let input = crate::SimInput::from_cluster(&loaded.cluster);
+        let snapshot = crate::Snapshot::new(&input).expect("indexes");
+        let index = &snapshot.index;
+        let claims = template_claims(&input, index);
         assert!(claims.len() > 1, "templates: {}", claims.len());
         let run = |threads: usize, at_once: bool| {
             let mut state = DeviceState::new(index);
@@ -816,5 +856,75 @@ mod tests {
         assert!(one.contains("keys"), "no table built");
         assert_eq!(run(3, true), one);
         assert_eq!(run(2, false), one);
+    }
+
+    /// Adding a claim of whole, exclusively allocated devices by their keys changes the
+    /// allocated state, the pre-check tables, their bounds and the device holders as adding
+    /// its object does.
+    #[test]
+    fn exclusive_claims_by_keys_change_what_their_objects_change() {
+        let loaded = generated("hgx-mixed", 12, 5);
+        let input = crate::SimInput::from_cluster(&loaded.cluster);
+        let snapshot = crate::Snapshot::new(&input).expect("indexes");
+        let index = &snapshot.index;
+        let claims = template_claims(&input, index);
+        let new_state = || {
+            let mut state = DeviceState::new(index);
+            let ranks: Vec<usize> = (0..state.num_nodes).collect();
+            state.set_ranks(&ranks);
+            state
+        };
+        let (mut by_object, mut by_keys) = (new_state(), new_state());
+        let nodes: Vec<NodeId> = index.node_ids().collect();
+        let mut exclusive = 0;
+        for (round, claim) in claims.iter().cycle().take(3 * claims.len()).enumerate() {
+            let node = nodes[round % nodes.len()];
+            // Each state numbers the families it is asked about, in the same order.
+            let seen = |state: &mut DeviceState| {
+                let requirement = state.requirements(&[claim]);
+                let risky = state.risky_nodes(index, &requirement);
+                let next = requirement
+                    .anchor()
+                    .map(|anchor| state.next_possible(index, anchor, 0));
+                format!(
+                    "{risky:?} {next:?} {}",
+                    state.check(index, &requirement, node)
+                )
+            };
+            assert_eq!(seen(&mut by_object), seen(&mut by_keys), "round {round}");
+            let dra_alloc::Picked::Allocated(picks) =
+                dra_alloc::allocate_picks(index, &by_object.state, node, &[claim]).0
+            else {
+                continue;
+            };
+            if !picks[0].is_exclusive(index, claim) {
+                continue;
+            }
+            exclusive += 1;
+            let holder = Arc::new(("default".to_string(), format!("claim-{round}")));
+            let object = picks[0].build(index, node, claim);
+            by_object.add_claim(index, &holder, &object).expect("added");
+            let keys: Vec<DeviceKey> = picks[0]
+                .devices()
+                .map(|device| index.device(device).key)
+                .collect();
+            by_keys.add_exclusive_claim(index, &holder, &keys);
+            assert_eq!(by_object.state.version(), by_keys.state.version());
+            for key in (0..index.num_device_keys() as u32).map(DeviceKey) {
+                assert_eq!(
+                    by_object.state.is_exclusively_allocated(key),
+                    by_keys.state.is_exclusively_allocated(key)
+                );
+                assert!(by_object.holders(key).eq(by_keys.holders(key)));
+            }
+            assert_eq!(
+                format!("{:?}", by_object.tables),
+                format!("{:?}", by_keys.tables)
+            );
+        }
+        assert!(
+            exclusive > claims.len(),
+            "exclusive claims added: {exclusive}"
+        );
     }
 }

@@ -76,6 +76,8 @@ pub mod taints;
 #[cfg(test)]
 mod test_support;
 
+use std::sync::Arc;
+
 use dra_alloc::{Index, IndexError, IndexInput, IndexOptions, SliceInput};
 use dra_api::SliceDoc;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -179,7 +181,9 @@ impl<'a> SimInput<'a> {
 /// free them before simulating ([`simulate_snapshot`], [`run_first_fit_snapshot`]).
 #[derive(Debug)]
 pub struct Snapshot {
-    index: Index,
+    /// Shared with the allocations the simulation keeps as picks
+    /// ([`dra_alloc::Allocation::from_picks`]), which write their objects when read.
+    index: Arc<Index>,
     taints: taints::TaintView,
 }
 
@@ -188,7 +192,10 @@ impl Snapshot {
     pub fn new(input: &SimInput<'_>) -> Result<Snapshot, SimError> {
         let index = input.build_index()?;
         let taints = taints::TaintView::new(&index, &input.taint_rules);
-        Ok(Snapshot { index, taints })
+        Ok(Snapshot {
+            index: Arc::new(index),
+            taints,
+        })
     }
 }
 

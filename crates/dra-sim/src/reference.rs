@@ -16,7 +16,9 @@ use std::sync::Arc;
 
 use dra_alloc::hashing::WordHashMap;
 
-use dra_alloc::{AllocatedState, Index, NodeId, Outcome, PreparedClaim, allocate, rejection_key};
+use dra_alloc::{
+    AllocatedState, Allocation, Index, NodeId, Outcome, PreparedClaim, allocate, rejection_key,
+};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
@@ -339,7 +341,7 @@ fn schedule_pod(
                     record_allocation(index, state, claims, namespace, name, &allocation, record);
                     outcome
                         .allocations
-                        .insert(name.clone(), Arc::new(allocation));
+                        .insert(name.clone(), Arc::new(Allocation::new(allocation)));
                 }
                 known.allocated_at(position);
                 return (outcome, start);

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use dra_alloc::Allocation;
 use k8s_openapi::api::core::v1::PodExtendedResourceClaimStatus;
-use k8s_openapi::api::resource::v1::AllocationResult;
 use serde::Serialize;
 
 use crate::ClaimStore;
@@ -28,7 +28,7 @@ impl<V> Default for NameMap<V> {
 /// The claims a pod's scheduling allocated: claim name to allocation. Shared: the scheduler
 /// model's claim store holds the same allocation for a claim it made from a template
 /// (written as the allocation itself).
-pub type ClaimAllocations = NameMap<Arc<AllocationResult>>;
+pub type ClaimAllocations = NameMap<Arc<Allocation>>;
 
 impl<V> NameMap<V> {
     /// Adds or replaces the value of `name`; returns the one it replaced.
@@ -217,8 +217,8 @@ pub struct PodResult {
 mod tests {
     use super::*;
 
-    fn allocation(device: &str) -> AllocationResult {
-        crate::test_support::allocation("r", "d.example.com", "p", &[device])
+    fn allocation(device: &str) -> Allocation {
+        crate::test_support::allocation("r", "d.example.com", "p", &[device]).into()
     }
 
     #[test]

@@ -38,7 +38,10 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use dra_alloc::{AllocationMode, Index, NodeId, Outcome, PreparedClaim, RequestBody, allocate};
+use dra_alloc::{
+    Allocation, AllocationMode, ClaimPicks, DeviceKey, Index, NodeId, Picked, PreparedClaim,
+    RequestBody, allocate_picks,
+};
 use k8s_openapi::api::core::v1::{
     Node, NodeSelector, Pod, PodExtendedResourceClaimStatus, PodResourceClaimStatus, PodStatus,
 };
@@ -484,7 +487,7 @@ enum Check {
 struct Feasible {
     node: NodeId,
     variant: usize,
-    results: Vec<AllocationResult>,
+    results: Vec<ClaimPicks>,
 }
 
 enum Decision {
@@ -505,6 +508,8 @@ struct Engine<'a> {
     input: &'a SimInput<'a>,
     options: &'a SimOptions,
     index: &'a Index,
+    /// The same index, for the allocations kept as picks.
+    shared_index: &'a Arc<Index>,
     mapping: ExtendedResourceMapping,
     claims: ClaimStore,
     /// The specs of claims made from templates, prepared once per template.
@@ -553,7 +558,11 @@ impl<'a> Engine<'a> {
         snapshot: &'a Snapshot,
         options: &'a SimOptions,
     ) -> Result<Engine<'a>, SimError> {
-        let Snapshot { index, taints } = snapshot;
+        let Snapshot {
+            index: shared_index,
+            taints,
+        } = snapshot;
+        let index: &Index = shared_index;
         let mapping = ExtendedResourceMapping::build(&input.classes);
         let claims = ClaimStore::new(input);
         let mut devices = DeviceState::new(index);
@@ -669,6 +678,7 @@ impl<'a> Engine<'a> {
             input,
             options,
             index,
+            shared_index,
             mapping,
             claims,
             template_specs: TemplateSpecs::default(),
@@ -1335,7 +1345,7 @@ impl<'a> Engine<'a> {
         p: usize,
         attempt: &Attempt,
         node: NodeId,
-        results: &[AllocationResult],
+        results: &[ClaimPicks],
     ) -> RawScore {
         let pod = &self.pods[p].facts;
         let sim_node = &self.nodes[node.0 as usize];
@@ -2144,14 +2154,27 @@ impl<'a> Engine<'a> {
         let mut results = feasible.results.into_iter();
         let mut allocations = ClaimAllocations::default();
         // The keys are not needed after Reserve: the device holders take them over.
-        for (key, _) in std::mem::take(&mut attempt.to_allocate) {
-            let Some(allocation) = results.next() else {
+        for (key, prepared) in std::mem::take(&mut attempt.to_allocate) {
+            let Some(picks) = results.next() else {
                 break;
             };
             let key = Arc::new(key);
-            self.devices
-                .add_claim(self.index, &key, &allocation)
-                .map_err(|e| e.to_string())?;
+            // Whole devices allocated exclusively (nearly every claim) change the device
+            // state by their keys, and the allocation's object is written when it is read.
+            let allocation = if picks.is_exclusive(self.index, &prepared) {
+                let keys: Vec<DeviceKey> = picks
+                    .devices()
+                    .map(|device| self.index.device(device).key)
+                    .collect();
+                self.devices.add_exclusive_claim(self.index, &key, &keys);
+                Allocation::from_picks(self.shared_index, feasible.node, prepared, picks)
+            } else {
+                let allocation = picks.build(self.index, feasible.node, &prepared);
+                self.devices
+                    .add_claim(self.index, &key, &allocation)
+                    .map_err(|e| e.to_string())?;
+                Allocation::new(allocation)
+            };
             let allocation = Arc::new(allocation);
             self.claims.allocate_and_reserve(
                 &key.0,
@@ -2167,8 +2190,9 @@ impl<'a> Engine<'a> {
         }
         let mut extended_status = None;
         if let Some(variant) = special
-            && let Some(allocation) = results.next()
+            && let Some(picks) = results.next()
         {
+            let allocation = picks.build(self.index, feasible.node, &variant.prepared);
             let special_name = special_claim_name(pod_name);
             let key = Arc::new((namespace.to_string(), special_name.clone()));
             let mut object = self.special_claim_object(p, &variant.plan);
@@ -2181,7 +2205,7 @@ impl<'a> Engine<'a> {
             self.devices
                 .add_claim(self.index, &key, &allocation)
                 .map_err(|e| e.to_string())?;
-            allocations.insert(special_name.clone(), Arc::new(allocation));
+            allocations.insert(special_name.clone(), Arc::new(Allocation::new(allocation)));
             extended_status = Some(PodExtendedResourceClaimStatus {
                 request_mappings: variant.plan.mappings.clone(),
                 resource_claim_name: special_name,
@@ -2343,7 +2367,7 @@ impl<'a> Engine<'a> {
 /// subrequests).
 /// What the allocator says on one node: `Ok(Ok(results))`, `Ok(Err(why))` when the claims do
 /// not fit there, `Err(message)` for a fatal error (the scheduling attempt fails).
-type AllocatorAnswer = Result<Result<Vec<AllocationResult>, &'static str>, String>;
+type AllocatorAnswer = Result<Result<Vec<ClaimPicks>, &'static str>, String>;
 
 /// `Allocate` of `claims` on `node`, as an [`AllocatorAnswer`] with the search steps it took.
 fn allocator_answer(
@@ -2352,23 +2376,27 @@ fn allocator_answer(
     node: NodeId,
     claims: &[&PreparedClaim],
 ) -> (AllocatorAnswer, u64) {
-    let (outcome, stats) = allocate(index, state, node, claims);
+    let (outcome, stats) = allocate_picks(index, state, node, claims);
     let answer = match outcome {
-        Outcome::Allocated(results) => Ok(Ok(results)),
-        Outcome::Unsatisfiable(why) => Ok(Err(why.message())),
-        Outcome::Fatal(e) => Err(e.message),
+        Picked::Allocated(picks) => Ok(Ok(picks)),
+        Picked::Unsatisfiable(why) => Ok(Err(why.message())),
+        Picked::Fatal(e) => Err(e.message),
     };
     (answer, stats.steps)
 }
 
-fn dra_score(attempt: &Attempt, results: &[AllocationResult]) -> i64 {
+fn dra_score(attempt: &Attempt, results: &[ClaimPicks]) -> i64 {
     let mut score = 0;
-    for ((_, claim), result) in attempt.to_allocate.iter().zip(results) {
-        let allocated: BTreeSet<&str> = result
-            .devices
+    for ((_, claim), picks) in attempt.to_allocate.iter().zip(results) {
+        let first_available = claim
+            .requests
             .iter()
-            .flat_map(|d| d.results.iter().flatten())
-            .map(|r| r.request.as_str())
+            .any(|r| matches!(r.body, RequestBody::FirstAvailable(_)));
+        if !first_available {
+            continue;
+        }
+        let allocated: BTreeSet<String> = picks
+            .request_names(claim)
             .filter(|r| r.contains('/'))
             .collect();
         for request in &claim.requests {

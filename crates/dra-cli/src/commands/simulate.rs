@@ -282,6 +282,7 @@ pub(crate) fn devices_text(allocations: &ClaimAllocations, node: Option<&str>) -
         .iter()
         .map(|(claim, allocation)| {
             let devices: Vec<String> = allocation
+                .result()
                 .devices
                 .iter()
                 .flat_map(|d| d.results.iter().flatten())
