@@ -156,6 +156,13 @@ impl PreparedClaim {
 }
 
 impl PreparedSpec {
+    /// Whether a request of the claim lists alternatives (`firstAvailable`).
+    pub fn has_first_available(&self) -> bool {
+        self.requests
+            .iter()
+            .any(|r| matches!(r.body, RequestBody::FirstAvailable(_)))
+    }
+
     fn new(index: &Index, claim: &ResourceClaim) -> PreparedSpec {
         let devices = claim.spec.as_ref().and_then(|s| s.devices.as_ref());
         let requests: Vec<PreparedRequest> = devices

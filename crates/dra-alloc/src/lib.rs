@@ -123,24 +123,30 @@ pub struct FatalError {
     pub message: String,
 }
 
-/// The result of [`allocate`].
+/// The result of [`allocate`] (`R`: its objects) and of [`allocate_picks`] ([`Picked`]).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub enum Outcome<R = Vec<AllocationResult>> {
     /// One result per claim, in claim order.
-    Allocated(Vec<AllocationResult>),
+    Allocated(R),
     Unsatisfiable(Unsatisfiable),
     Fatal(FatalError),
 }
+
+impl<R> Outcome<R> {
+    /// The same outcome with its results turned into `f`'s.
+    pub fn map<S>(self, f: impl FnOnce(R) -> S) -> Outcome<S> {
+        match self {
+            Outcome::Allocated(results) => Outcome::Allocated(f(results)),
+            Outcome::Unsatisfiable(why) => Outcome::Unsatisfiable(why),
+            Outcome::Fatal(e) => Outcome::Fatal(e),
+        }
+    }
+}
+
+/// [`allocate_picks`]' answer: each claim's picks instead of its object.
+pub type Picked = Outcome<Vec<ClaimPicks>>;
 
 /// Search statistics of one call.
-/// [`allocate_picks`]' answer: [`Outcome`] with each claim's picks instead of its object.
-#[derive(Debug, Clone)]
-pub enum Picked {
-    Allocated(Vec<ClaimPicks>),
-    Unsatisfiable(Unsatisfiable),
-    Fatal(FatalError),
-}
-
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Invocations of the search step (upstream's `NumAllocateOneInvocations`).
@@ -193,17 +199,13 @@ pub fn allocate(
     claims: &[&PreparedClaim],
 ) -> (Outcome, Stats) {
     let (picked, stats) = allocate_picks(index, state, node, claims);
-    let outcome = match picked {
-        Picked::Allocated(picks) => Outcome::Allocated(
-            picks
-                .iter()
-                .zip(claims)
-                .map(|(picks, claim)| picks.build(index, node, claim))
-                .collect(),
-        ),
-        Picked::Unsatisfiable(why) => Outcome::Unsatisfiable(why),
-        Picked::Fatal(e) => Outcome::Fatal(e),
-    };
+    let outcome = picked.map(|picks| {
+        picks
+            .iter()
+            .zip(claims)
+            .map(|(picks, claim)| picks.build(index, node, claim))
+            .collect()
+    });
     (outcome, stats)
 }
 

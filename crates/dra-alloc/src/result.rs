@@ -47,13 +47,9 @@ pub(crate) fn claim_picks(search: &mut Search<'_>) -> Result<Vec<ClaimPicks>, St
         let picks = std::mem::take(&mut search.picks[c]);
         let selector = create_node_selector(search.index, &picks)
             .map_err(|e| format!("create NodeSelector for claim {}: {e}", claim.name))?;
-        let has_first_available = claim
-            .requests
-            .iter()
-            .any(|r| matches!(r.body, RequestBody::FirstAvailable(_)));
         all.push(ClaimPicks {
             devices: picks,
-            selected_sub: if has_first_available {
+            selected_sub: if claim.has_first_available() {
                 std::mem::take(&mut search.selected_sub[c])
             } else {
                 Vec::new()

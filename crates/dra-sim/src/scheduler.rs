@@ -2388,11 +2388,7 @@ fn allocator_answer(
 fn dra_score(attempt: &Attempt, results: &[ClaimPicks]) -> i64 {
     let mut score = 0;
     for ((_, claim), picks) in attempt.to_allocate.iter().zip(results) {
-        let first_available = claim
-            .requests
-            .iter()
-            .any(|r| matches!(r.body, RequestBody::FirstAvailable(_)));
-        if !first_available {
+        if !claim.has_first_available() {
             continue;
         }
         let allocated: BTreeSet<String> = picks
