@@ -46,10 +46,20 @@ fn main() {
             println!("cargo:rustc-link-lib=static:-bundle=gcc_eh");
         }
     }
-    if os == "linux" && env == "gnu" {
+    if os == "linux" && (env == "gnu" || env == "musl") {
+        // Rust links GNU targets with its own lld, musl ones with the C compiler's default
+        // linker (GNU ld, which cannot order symbols); musl builds are pointed at the same lld.
+        let linker_args = if env == "musl" {
+            toolchain_lld_args().unwrap_or_default()
+        } else {
+            Vec::new()
+        };
         let list = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("hot-functions.txt");
         println!("cargo:rerun-if-changed={}", list.display());
-        if list.is_file() && linker_takes_symbol_ordering(&list) {
+        if list.is_file() && linker_takes_symbol_ordering(&list, &linker_args) {
+            for arg in &linker_args {
+                println!("cargo:rustc-link-arg-bins={arg}");
+            }
             println!(
                 "cargo:rustc-link-arg-bins=-Wl,--symbol-ordering-file={}",
                 list.display()
@@ -60,10 +70,26 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
 }
 
-/// Whether the compiler's linker for the target takes `--symbol-ordering-file` (lld and mold
-/// do, GNU ld does not): an empty program linked with it, by the same compiler, for the same
-/// target, with the same flags.
-fn linker_takes_symbol_ordering(list: &std::path::Path) -> bool {
+/// The C compiler driver's arguments that make it link with the Rust toolchain's own lld
+/// (`lib/rustlib/HOST/bin/gcc-ld/ld.lld`, which rustc itself uses for GNU targets), when the
+/// toolchain has it.
+fn toolchain_lld_args() -> Option<Vec<String>> {
+    let rustc = std::env::var_os("RUSTC")?;
+    let host = std::env::var("HOST").ok()?;
+    let output = std::process::Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()?;
+    let sysroot = std::path::PathBuf::from(String::from_utf8(output.stdout).ok()?.trim());
+    let dir = sysroot.join("lib/rustlib").join(host).join("bin/gcc-ld");
+    (output.status.success() && dir.join("ld.lld").is_file())
+        .then(|| vec!["-fuse-ld=lld".to_owned(), format!("-B{}", dir.display())])
+}
+
+/// Whether the compiler's linker for the target, given `linker_args`, takes
+/// `--symbol-ordering-file` (lld and mold do, GNU ld does not): an empty program linked with
+/// it, by the same compiler, for the same target, with the same flags.
+fn linker_takes_symbol_ordering(list: &std::path::Path, linker_args: &[String]) -> bool {
     let (Some(rustc), Some(target), Some(out_dir)) = (
         std::env::var_os("RUSTC"),
         std::env::var_os("TARGET"),
@@ -88,6 +114,7 @@ fn linker_takes_symbol_ordering(list: &std::path::Path) -> bool {
             list.display()
         ))
         .arg("-Clink-arg=-Wl,--no-warn-symbol-ordering")
+        .args(linker_args.iter().map(|arg| format!("-Clink-arg={arg}")))
         .arg(&source)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -32,6 +32,10 @@ use crate::output::Out;
 #[global_allocator]
 static ALLOCATOR: dra_malloc::Mimalloc = dra_malloc::Mimalloc;
 
+// Links `memcpy`, `memmove`, `memcmp` and `bcmp` of our own into musl builds, in place of
+// musl's slow ones ([`dra_memfns`]); other builds get nothing from it.
+use dra_memfns as _;
+
 /// A bound for buffers that need not be larger (the JSON output's, the batches the reference
 /// loop hands its writer). A block within it shares a mimalloc page with the blocks of its
 /// size class (pages of 128 KiB for blocks up to 16 KiB, as `.cargo/config.toml` builds
