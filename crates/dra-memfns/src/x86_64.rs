@@ -47,10 +47,30 @@ unsafe fn copy_short(dst: *mut u8, src: *const u8, n: usize) {
     }
 }
 
-/// From this length on, `rep movsb` copies: below it the string instruction's start-up
-/// cost is more than a loop's (Intel's optimization manual; the GNU library switches at
-/// 2 KiB or more on most CPUs).
+/// From this length on, `rep movsb` copies; below it, 64-byte blocks, whose loop costs less
+/// than the string instruction's start-up. The GNU library switches at 2 KiB or more on most
+/// CPUs; 512 is a round number below that, not a tuned one.
 const REP_MOVSB_FROM: usize = 512;
+
+/// Copies 64 bytes, all four loads before the first store.
+///
+/// # Safety
+///
+/// `src` is readable and `dst` writable for 64 bytes.
+#[inline(always)]
+unsafe fn copy_block(dst: *mut u8, src: *const u8) {
+    // SAFETY: the caller's; unaligned reads and writes inside the 64 bytes.
+    unsafe {
+        let a = read_unaligned(src.cast::<u128>());
+        let b = read_unaligned(src.add(16).cast::<u128>());
+        let c = read_unaligned(src.add(32).cast::<u128>());
+        let d = read_unaligned(src.add(48).cast::<u128>());
+        write_unaligned(dst.cast::<u128>(), a);
+        write_unaligned(dst.add(16).cast::<u128>(), b);
+        write_unaligned(dst.add(32).cast::<u128>(), c);
+        write_unaligned(dst.add(48).cast::<u128>(), d);
+    }
+}
 
 /// Copies more than 64 bytes front to back, 64 at a time, the last 64 loaded before any
 /// store, so that a `dst` starting before `src` may overlap it.
@@ -72,14 +92,7 @@ unsafe fn copy_blocks_forward(dst: *mut u8, src: *const u8, n: usize) {
         let t3 = read_unaligned(tail.add(48).cast::<u128>());
         let mut at = 0;
         while at + 64 < n {
-            let a = read_unaligned(src.add(at).cast::<u128>());
-            let b = read_unaligned(src.add(at + 16).cast::<u128>());
-            let c = read_unaligned(src.add(at + 32).cast::<u128>());
-            let d = read_unaligned(src.add(at + 48).cast::<u128>());
-            write_unaligned(dst.add(at).cast::<u128>(), a);
-            write_unaligned(dst.add(at + 16).cast::<u128>(), b);
-            write_unaligned(dst.add(at + 32).cast::<u128>(), c);
-            write_unaligned(dst.add(at + 48).cast::<u128>(), d);
+            copy_block(dst.add(at), src.add(at));
             at += 64;
         }
         let tail = dst.add(n - 64);
@@ -141,16 +154,7 @@ pub unsafe fn copy_overlapping(dst: *mut u8, src: *const u8, n: usize) {
     while left > 64 {
         left -= 64;
         // SAFETY: `left..left + 64` lies in 0..n.
-        unsafe {
-            let a = read_unaligned(src.add(left).cast::<u128>());
-            let b = read_unaligned(src.add(left + 16).cast::<u128>());
-            let c = read_unaligned(src.add(left + 32).cast::<u128>());
-            let d = read_unaligned(src.add(left + 48).cast::<u128>());
-            write_unaligned(dst.add(left).cast::<u128>(), a);
-            write_unaligned(dst.add(left + 16).cast::<u128>(), b);
-            write_unaligned(dst.add(left + 32).cast::<u128>(), c);
-            write_unaligned(dst.add(left + 48).cast::<u128>(), d);
-        }
+        unsafe { copy_block(dst.add(left), src.add(left)) };
     }
     // The first `left` (1 to 64) bytes of `src` have not been written over: every store so
     // far landed at or above `left + (dst - src)`.
