@@ -10,7 +10,10 @@
 //! one CPU taking turns, instead of beside it: on a 2-CPU machine the JSON writer of `dra
 //! simulate` shared the main thread's CPU in about a third of the runs, and a helper thread
 //! that only spun slowed the main thread's load by up to 3x whenever it did
-//! (BENCHMARKS.md, "Helper threads beside the caller").
+//! (BENCHMARKS.md, "Helper threads beside the caller"). A new thread cannot move itself
+//! before it runs, and on the starter's CPU it runs only once the starter blocks or yields:
+//! [`spawn_beside`] yields once, so that it moves at once (BENCHMARKS.md, "Helpers that start
+//! at once").
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::{Scope, ScopedJoinHandle};
@@ -195,10 +198,30 @@ where
     F: FnOnce() -> T + Send + 'scope,
     T: Send + 'scope,
 {
-    scope.spawn(move || {
+    let handle = scope.spawn(move || {
         keep_off(cpu);
         work()
-    })
+    });
+    if cpu.is_some() {
+        // The new thread waits on this CPU's queue until this thread blocks or a balancing
+        // tick moves it, which in a run of a few milliseconds was mostly at the end (traced:
+        // 1.8-3.0 ms after it was started, in 16 of 20 gpu-nic runs). Yielding lets it run
+        // now, for as long as it takes to move itself away (`keep_off`), then this thread
+        // goes on: 0.04 ms.
+        std::thread::yield_now();
+    }
+    handle
+}
+
+thread_local! {
+    /// Whether this thread was started by [`spawn_beside`] and moved off its starter's CPU.
+    static BESIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is a helper that [`spawn_beside`] kept off its starter's CPU:
+/// one that may wait for its starter busily without taking the starter's CPU from it.
+pub fn runs_beside() -> bool {
+    BESIDE.with(std::cell::Cell::get)
 }
 
 #[cfg(target_os = "linux")]
@@ -225,7 +248,9 @@ fn keep_off(cpu: Option<usize>) {
     }
     let mut others = allowed;
     others.unset(cpu);
-    let _ = sched_setaffinity(None, &others);
+    if sched_setaffinity(None, &others).is_ok() {
+        BESIDE.with(|beside| beside.set(true));
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -317,27 +342,33 @@ mod tests {
         let allowed = sched_getaffinity(None).expect("the test thread's CPUs");
         let first = (0..CpuSet::MAX_CPU).find(|&cpu| allowed.is_set(cpu));
         let cpu = first.expect("the test thread may use some CPU");
-        // What the helper may use, and where it runs, as seen from inside it.
-        let (mask, ran_on) = std::thread::scope(|scope| {
+        // What the helper may use, where it runs and whether it knows it runs beside, as
+        // seen from inside it.
+        let (mask, ran_on, beside) = std::thread::scope(|scope| {
             spawn_off(scope, Some(cpu), || {
                 let mask = sched_getaffinity(None).expect("the helper's CPUs");
-                (mask, sched_getcpu())
+                (mask, sched_getcpu(), runs_beside())
             })
             .join()
             .expect("the helper ends")
         });
+        assert!(!runs_beside(), "the starter is no helper");
         if allowed.count() >= 2 {
             assert!(!mask.is_set(cpu), "the helper may still use CPU {cpu}");
             assert_ne!(ran_on, cpu);
             assert_eq!(mask.count(), allowed.count() - 1);
+            assert!(beside, "the helper does not know it was moved");
         } else {
             assert_eq!(mask.count(), allowed.count());
             assert_eq!(ran_on, cpu);
+            assert!(!beside, "the helper shares its starter's only CPU");
         }
     }
 
     #[test]
     fn without_a_cpu_the_helper_may_run_anywhere() {
+        let beside = std::thread::scope(|scope| spawn_off(scope, None, runs_beside).join());
+        assert_eq!(beside.ok(), Some(false), "a helper that was not moved");
         let mask = std::thread::scope(|scope| {
             spawn_off(scope, None, || {
                 #[cfg(target_os = "linux")]
