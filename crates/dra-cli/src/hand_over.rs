@@ -71,10 +71,11 @@ mod tests {
     use super::*;
     use dra_types::parallel::spawn_beside;
 
-    #[test]
-    fn a_helper_gets_what_is_handed_over_in_order() {
+    /// Hands `0..count` to a helper, calling `between` after each item, then the end; what
+    /// the helper received, in order.
+    fn handed_through(count: u32, between: impl Fn()) -> Vec<u32> {
         let hand_over = HandOver::default();
-        let got = std::thread::scope(|scope| {
+        std::thread::scope(|scope| {
             let helper = spawn_beside(scope, || {
                 let mut got = Vec::new();
                 while let Some(batch) = hand_over.receive() {
@@ -87,39 +88,24 @@ mod tests {
                 }
                 got
             });
-            for n in 0..1000 {
+            for n in 0..count {
                 hand_over.send(helper.thread(), Some(n));
+                between();
             }
             hand_over.send(helper.thread(), None);
             helper.join().expect("the helper ends")
-        });
-        assert_eq!(got, (0..1000).collect::<Vec<_>>());
+        })
     }
 
-    /// A helper that waited longer than it spins parks, and the next item wakes it.
+    #[test]
+    fn a_helper_gets_what_is_handed_over_in_order() {
+        assert_eq!(handed_through(1000, || {}), (0..1000).collect::<Vec<_>>());
+    }
+
+    /// A helper that waited longer than it looks busily parks, and the next item wakes it.
     #[test]
     fn a_helper_that_parked_is_woken_by_the_next_item() {
-        let hand_over = HandOver::default();
-        let got = std::thread::scope(|scope| {
-            let helper = spawn_beside(scope, || {
-                let mut got = Vec::new();
-                while let Some(batch) = hand_over.receive() {
-                    for item in batch {
-                        match item {
-                            Some(n) => got.push(n),
-                            None => return got,
-                        }
-                    }
-                }
-                got
-            });
-            for n in 0..3 {
-                hand_over.send(helper.thread(), Some(n));
-                std::thread::sleep(SPIN_BEFORE_PARKING * 3);
-            }
-            hand_over.send(helper.thread(), None);
-            helper.join().expect("the helper ends")
-        });
-        assert_eq!(got, vec![0, 1, 2]);
+        let pause = || std::thread::sleep(SPIN_BEFORE_PARKING * 3);
+        assert_eq!(handed_through(3, pause), vec![0, 1, 2]);
     }
 }
