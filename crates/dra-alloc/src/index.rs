@@ -501,11 +501,12 @@ struct PreparedRun {
 
 /// Below this many devices per thread, converting them costs less than starting a thread: a
 /// second thread takes a fresh 2 MiB huge page for its heap, which the kernel zeroes, and
-/// wakes a second core. With 512, gpu-selector's 800 devices (about 1,400 by their text) were
-/// converted on two threads and its whole run took 0.1-0.4 ms longer than on one (with one
-/// huge page more); scheduler-perf's 5,000 devices are as fast on one as on two
-/// (BENCHMARKS.md, "Fewer cpuid traps, one thread for small inputs").
-const PARALLEL_PREPARE_MIN_DEVICES: usize = 2048;
+/// wakes a second core. Measured once helpers started at once (BENCHMARKS.md, "Helpers that
+/// start at once"): gpu-nic at 32 nodes (about 470 devices by their text) gained nothing
+/// from a second thread (its index 0.13 ms slower, its loop as much faster), gpu-nic at 64
+/// nodes (about 950) and gpu-selector (about 1,400) each 0.35-0.4 ms. Before, with helpers
+/// that mostly ran only once their starter blocked, 2,048 was right.
+const PARALLEL_PREPARE_MIN_DEVICES: usize = 400;
 
 /// Roughly how many bytes of JSON text describe one device (generated and real slices take
 /// 500 to 1,500): what a slice given as text weighs before it is decoded.
