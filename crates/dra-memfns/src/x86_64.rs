@@ -174,6 +174,38 @@ fn order(a: u64, b: u64) -> i32 {
     sign(a.swap_bytes(), b.swap_bytes())
 }
 
+/// The first pair of words of type `W`, read from `a` and `b` at the same offsets, that
+/// differ: word after word from the start, then the word that ends at `n`, which overlaps
+/// bytes already found equal, so that the pair holds the first differing byte of the whole.
+/// `None` when all `n` bytes are equal.
+///
+/// # Safety
+///
+/// `a` and `b` are readable for `n` bytes, and `n` is at least one word.
+#[inline(always)]
+unsafe fn first_unequal_words<W: Copy + PartialEq>(
+    a: *const u8,
+    b: *const u8,
+    n: usize,
+) -> Option<(W, W)> {
+    let size = core::mem::size_of::<W>();
+    // SAFETY (whole body): every read lies in 0..n.
+    unsafe {
+        let mut at = 0;
+        while at + size < n {
+            let x = read_unaligned(a.add(at).cast::<W>());
+            let y = read_unaligned(b.add(at).cast::<W>());
+            if x != y {
+                return Some((x, y));
+            }
+            at += size;
+        }
+        let x = read_unaligned(a.add(n - size).cast::<W>());
+        let y = read_unaligned(b.add(n - size).cast::<W>());
+        (x != y).then_some((x, y))
+    }
+}
+
 /// Compares `n` bytes as unsigned bytes, first difference first (C's `memcmp`): negative,
 /// zero or positive.
 ///
@@ -185,20 +217,7 @@ pub unsafe fn compare(a: *const u8, b: *const u8, n: usize) -> i32 {
     // SAFETY (whole body): every read lies in 0..n.
     unsafe {
         if n >= 8 {
-            let mut at = 0;
-            while at + 8 < n {
-                let x = read_unaligned(a.add(at).cast::<u64>());
-                let y = read_unaligned(b.add(at).cast::<u64>());
-                if x != y {
-                    return order(x, y);
-                }
-                at += 8;
-            }
-            // The last word overlaps bytes already found equal, so its first difference is
-            // the first of the whole.
-            let x = read_unaligned(a.add(n - 8).cast::<u64>());
-            let y = read_unaligned(b.add(n - 8).cast::<u64>());
-            return order(x, y);
+            return first_unequal_words::<u64>(a, b, n).map_or(0, |(x, y)| order(x, y));
         }
         if n >= 4 {
             // The first and the last four bytes, each read big-endian, in one number whose
@@ -233,18 +252,7 @@ pub unsafe fn differ(a: *const u8, b: *const u8, n: usize) -> bool {
     // SAFETY (whole body): every read lies in 0..n.
     unsafe {
         if n >= 16 {
-            let mut at = 0;
-            while at + 16 < n {
-                let x = read_unaligned(a.add(at).cast::<u128>());
-                let y = read_unaligned(b.add(at).cast::<u128>());
-                if x != y {
-                    return true;
-                }
-                at += 16;
-            }
-            let x = read_unaligned(a.add(n - 16).cast::<u128>());
-            let y = read_unaligned(b.add(n - 16).cast::<u128>());
-            return x != y;
+            return first_unequal_words::<u128>(a, b, n).is_some();
         }
         if n >= 8 {
             let first = read_unaligned(a.cast::<u64>()) ^ read_unaligned(b.cast::<u64>());
