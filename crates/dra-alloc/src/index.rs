@@ -538,8 +538,7 @@ fn prepare_slices(
     let total: usize = slices.iter().map(device_weight).sum();
     let threads = threads
         .unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
+            dra_types::parallel::available_threads()
                 .min(8)
                 .min(total / PARALLEL_PREPARE_MIN_DEVICES)
         })

@@ -65,7 +65,7 @@ pub(crate) fn thread_count(requested: usize) -> usize {
     if requested > 0 {
         return requested;
     }
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    dra_types::parallel::available_threads()
 }
 
 /// `items.iter().map(f).collect()`, computed on up to `threads` threads

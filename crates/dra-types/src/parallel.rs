@@ -15,9 +15,22 @@
 //! [`spawn_beside`] yields once, so that it moves at once (BENCHMARKS.md, "Helpers that start
 //! at once").
 
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::{Scope, ScopedJoinHandle};
 use std::time::{Duration, Instant};
+
+/// How many threads the process may run at once: the standard library's
+/// [`std::thread::available_parallelism`] (the CPUs it may use, within its cgroup's CPU
+/// quota), or 1 where that is unknown. Asked once per process and remembered: each call of the
+/// standard function reads the process's cgroup files and its CPU set again, 12 system calls
+/// and about 0.02 ms on Linux, and a small `dra simulate` asked four times. A process's CPU
+/// quota can change while it runs; a command of a few seconds at most keeps the answer it
+/// started with.
+pub fn available_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
 
 /// `items.iter().map(f).collect()`, computed on up to `threads` threads, the caller's among
 /// them, each taking the next `batch` items nobody has taken yet (so that uneven items even
@@ -259,6 +272,14 @@ fn keep_off(_cpu: Option<usize>) {}
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The remembered count is the standard library's, asked again, every time.
+    #[test]
+    fn available_threads_is_the_standard_answer() {
+        let standard = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert_eq!(available_threads(), standard);
+        assert_eq!(available_threads(), standard);
+    }
 
     #[test]
     fn order_and_count_do_not_depend_on_threads_batch_or_when_helpers_start() {

@@ -363,9 +363,7 @@ impl<'a> Loader<'a> {
 
     fn wanted_threads(&self) -> usize {
         match self.options.threads {
-            0 => std::thread::available_parallelism()
-                .map_or(1, |n| n.get())
-                .min(8),
+            0 => dra_types::parallel::available_threads().min(8),
             n => n,
         }
     }
