@@ -10,8 +10,10 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
 
+use dra_types::Quantity;
+
 use crate::claims::{PreparedClaim, RequestBody, RequestSpec};
-use crate::index::{DeviceIdx, Index, NodeId};
+use crate::index::{DeviceIdx, DeviceKey, Index, NodeId};
 use crate::search::{Pick, Search};
 
 /// One claim's allocation as the search found it, before it is written as a Kubernetes
@@ -58,6 +60,19 @@ pub(crate) fn claim_picks(search: &mut Search<'_>) -> Result<Vec<ClaimPicks>, St
         });
     }
     Ok(all)
+}
+
+/// What one device result of an allocation changes in the allocated state: the fields
+/// [`crate::AllocatedState`] reads of a `DeviceRequestAllocationResult` without admin access,
+/// as [`ClaimPicks::build`] writes them.
+#[derive(Debug)]
+pub(crate) struct StateChange<'p> {
+    pub key: DeviceKey,
+    /// `shareID`: set for a device that allows several allocations.
+    pub share_id: Option<String>,
+    /// `consumedCapacity`, as the search computed it (the object carries each quantity's
+    /// canonical text, which parses back to the same value).
+    pub consumed: Option<&'p BTreeMap<String, Quantity>>,
 }
 
 /// A request (or the chosen subrequest) of a claim, as the search saw it.
@@ -121,6 +136,45 @@ impl ClaimPicks {
         })
     }
 
+    /// The object's node selector ([`ClaimPicks::build`]'s `nodeSelector`) on `node`.
+    pub fn node_selector(&self, index: &Index, node: NodeId) -> Option<NodeSelector> {
+        match &self.selector {
+            SelectorPlan::ThisNode => Some(this_node(&index.node_facts(node).name)),
+            SelectorPlan::Written(selector) => selector.clone(),
+        }
+    }
+
+    /// What the object's device results change in the allocated state, in result order,
+    /// without writing the object: the results with admin access change nothing and are
+    /// left out, as the state leaves them out.
+    pub(crate) fn state_changes<'p>(
+        &'p self,
+        index: &'p Index,
+        claim: &'p PreparedClaim,
+    ) -> impl Iterator<Item = StateChange<'p>> + 'p {
+        // Positions count every pick, as `build`'s do: a share ID is derived from its
+        // result's position.
+        self.devices
+            .iter()
+            .enumerate()
+            .filter_map(move |(position, pick)| {
+                let data = request_view(claim, pick.request, pick.sub)?;
+                if data.spec.admin() {
+                    return None;
+                }
+                let entry = index.device(pick.device);
+                let share_id = shares_device(index, pick.device).then(|| {
+                    let (driver, pool, device) = index.key_names(entry.key);
+                    share_id(claim, position, driver, pool, device)
+                });
+                Some(StateChange {
+                    key: entry.key,
+                    share_id,
+                    consumed: pick.consumed_capacity.as_ref(),
+                })
+            })
+    }
+
     /// The claim's `AllocationResult` on `node` (`claim` is the claim the picks were made
     /// for).
     pub fn build(&self, index: &Index, node: NodeId, claim: &PreparedClaim) -> AllocationResult {
@@ -131,10 +185,7 @@ impl ClaimPicks {
             .filter_map(|(i, pick)| device_result(index, claim, i, pick))
             .collect();
         let config = build_config(index, self, claim);
-        let node_selector = match &self.selector {
-            SelectorPlan::ThisNode => Some(this_node(&index.node_facts(node).name)),
-            SelectorPlan::Written(selector) => selector.clone(),
-        };
+        let node_selector = self.node_selector(index, node);
         AllocationResult {
             allocation_timestamp: None,
             devices: Some(DeviceAllocationResult {
@@ -159,8 +210,8 @@ fn device_result(
     let data = request_view(claim, pick.request, pick.sub)?;
     let entry = index.device(pick.device);
     let (driver, pool, device) = index.key_names(entry.key);
-    let share_id = (index.features.consumable_capacity && entry.allow_multiple_allocations)
-        .then(|| share_id(claim, position, driver, pool, device));
+    let share_id =
+        shares_device(index, pick.device).then(|| share_id(claim, position, driver, pool, device));
     let binding = index.features.device_binding_and_status;
     Some(DeviceRequestAllocationResult {
         request: data.request_name(),
@@ -192,6 +243,11 @@ fn device_result(
         },
         skip_node_operations: None,
     })
+}
+
+/// Whether the allocation of `device` is one share of it (its result carries a share ID).
+fn shares_device(index: &Index, device: DeviceIdx) -> bool {
+    index.features.consumable_capacity && index.device(device).allow_multiple_allocations
 }
 
 /// A share ID for a shared device. Upstream draws a random UUID; a simulation must be

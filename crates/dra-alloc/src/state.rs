@@ -8,9 +8,11 @@ use std::sync::{Arc, Mutex};
 use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceRequestAllocationResult};
 
+use crate::claims::PreparedClaim;
 use crate::hashing::WordHashMap;
 use crate::index::{DeviceKey, Index};
 use crate::quantity::ParsedQuantities;
+use crate::result::ClaimPicks;
 
 /// Devices already allocated to claims, shares of shared devices and their consumed capacity.
 ///
@@ -101,6 +103,16 @@ impl AllocatedState {
     /// `IsDeviceAllocated`: exclusively allocated, or with at least one share.
     pub fn is_allocated(&self, key: DeviceKey) -> bool {
         self.is_exclusively_allocated(key) || self.shares_per_device.contains_key(&key)
+    }
+
+    /// Whether the share `share_id` of the device is allocated (upstream's
+    /// `AllocatedSharedDeviceIDs` holds it).
+    pub fn holds_share(&self, key: DeviceKey, share_id: &str) -> bool {
+        // The set is keyed by owned IDs; a lookup by a borrowed one walks the device's range.
+        self.shares
+            .range((key, String::new())..)
+            .take_while(|((k, _), _)| *k == key)
+            .any(|((_, id), count)| id == share_id && *count > 0)
     }
 
     /// `AggregatedCapacity[key]`.
@@ -256,61 +268,102 @@ impl AllocatedState {
                 }
                 continue;
             };
-            if let Some(v) = self.pool_versions.get_mut(index.pool_of_key(key) as usize) {
-                *v += 1;
-            }
-            match &result.share_id {
-                Some(share) => {
-                    let entry = self.shares.entry((key, share.clone())).or_default();
-                    let per_device = self.shares_per_device.entry(key).or_default();
-                    if add {
-                        *entry += 1;
-                        *per_device += 1;
-                    } else {
-                        *entry = entry.saturating_sub(1);
-                        *per_device = per_device.saturating_sub(1);
-                    }
-                    if *entry == 0 {
-                        self.shares.remove(&(key, share.clone()));
-                    }
-                    if self.shares_per_device.get(&key) == Some(&0) {
-                        self.shares_per_device.remove(&key);
-                    }
-                    // Upstream aggregates consumedCapacity only for results with a shareID
-                    // and a consumedCapacity (kube-scheduler's GatherAllocatedState).
-                    if let Some(consumed) = consumed {
-                        let contributors = self.capacity_contributors.entry(key).or_default();
-                        if add {
-                            *contributors += 1;
-                        } else {
-                            *contributors = contributors.saturating_sub(1);
-                        }
-                        let totals = self.aggregated_capacity.entry(key).or_default();
-                        for (name, value) in consumed {
-                            let total = totals.entry(name).or_insert_with(Quantity::zero);
-                            *total = if add {
-                                crate::quantity::add(total, &value)
-                            } else {
-                                crate::quantity::sub(total, &value)
-                            };
-                        }
-                        if self.capacity_contributors.get(&key) == Some(&0) {
-                            self.capacity_contributors.remove(&key);
-                            self.aggregated_capacity.remove(&key);
-                        }
-                    }
-                }
-                None => {
-                    let count = &mut self.exclusive[key.0 as usize];
-                    if add {
-                        *count += 1;
-                    } else {
-                        *count = count.saturating_sub(1);
-                    }
-                }
-            }
+            self.change_device(
+                index,
+                key,
+                result.share_id.as_deref(),
+                consumed.as_ref(),
+                add,
+            );
         }
         Ok(())
+    }
+}
+
+impl AllocatedState {
+    /// [`AllocatedState::add`] of the object `picks` describe ([`ClaimPicks::build`] for
+    /// `claim`), without writing it: each device by its key, each share by the ID its result
+    /// carries, consumed capacity as the search computed it. The state is the one adding the
+    /// object makes, which a later [`AllocatedState::remove`] of the object undoes.
+    pub fn add_picks(&mut self, index: &Index, claim: &PreparedClaim, picks: &ClaimPicks) {
+        self.version += 1;
+        for change in picks.state_changes(index, claim) {
+            self.change_device(
+                index,
+                change.key,
+                change.share_id.as_deref(),
+                change.consumed,
+                true,
+            );
+        }
+    }
+
+    /// Adds (or with `add` false, takes back) one device result without admin access:
+    /// `share`, its `shareID`; `consumed`, its `consumedCapacity` as values.
+    fn change_device(
+        &mut self,
+        index: &Index,
+        key: DeviceKey,
+        share: Option<&str>,
+        consumed: Option<&BTreeMap<String, Quantity>>,
+        add: bool,
+    ) {
+        if let Some(v) = self.pool_versions.get_mut(index.pool_of_key(key) as usize) {
+            *v += 1;
+        }
+        let Some(share) = share else {
+            if let Some(count) = self.exclusive.get_mut(key.0 as usize) {
+                *count = if add {
+                    *count + 1
+                } else {
+                    count.saturating_sub(1)
+                };
+            }
+            return;
+        };
+        let share_key = (key, share.to_string());
+        let entry = self.shares.entry(share_key.clone()).or_default();
+        let per_device = self.shares_per_device.entry(key).or_default();
+        if add {
+            *entry += 1;
+            *per_device += 1;
+        } else {
+            *entry = entry.saturating_sub(1);
+            *per_device = per_device.saturating_sub(1);
+        }
+        if *entry == 0 {
+            self.shares.remove(&share_key);
+        }
+        if self.shares_per_device.get(&key) == Some(&0) {
+            self.shares_per_device.remove(&key);
+        }
+        // Upstream aggregates consumedCapacity only for results with a shareID and a
+        // consumedCapacity (kube-scheduler's GatherAllocatedState).
+        let Some(consumed) = consumed else {
+            return;
+        };
+        let contributors = self.capacity_contributors.entry(key).or_default();
+        if add {
+            *contributors += 1;
+        } else {
+            *contributors = contributors.saturating_sub(1);
+        }
+        let totals = self.aggregated_capacity.entry(key).or_default();
+        for (name, value) in consumed {
+            let total = match totals.get_mut(name) {
+                Some(total) => total,
+                None => totals.entry(name.clone()).or_insert_with(Quantity::zero),
+            };
+            *total = if add {
+                crate::quantity::add(total, value)
+            } else {
+                crate::quantity::sub(total, value)
+            };
+        }
+        if self.capacity_contributors.get(&key) == Some(&0) {
+            self.capacity_contributors.remove(&key);
+            self.aggregated_capacity.remove(&key);
+        }
     }
 }
 

@@ -167,8 +167,9 @@ fn same_as_brute(expected: &Expected, outcome: &Outcome) -> Result<(), String> {
 /// The picks of the same call write the same objects, kept as [`Allocation`]s or taken
 /// out; [`dra_alloc::ClaimPicks::is_exclusive`] holds exactly for the allocations whose
 /// every result is a plain exclusive one. Returns the state before the call (rebuilt from the
-/// ledger) with the call's allocations added as the simulation adds them: exclusive ones by
-/// their device keys, the others as objects.
+/// ledger) with the call's allocations added as the simulations add them, without their
+/// objects: exclusive ones by their device keys, the others by their picks
+/// ([`AllocatedState::add_picks`]); removing the objects from it gives the state before.
 fn same_by_picks(
     index: &Arc<Index>,
     ledger: &Ledger,
@@ -223,27 +224,74 @@ fn same_by_picks(
             let keys: Vec<DeviceKey> = picks.devices().map(|d| index.device(d).key).collect();
             state.add_exclusive(index, &keys);
         } else {
-            state.add(index, allocation).map_err(|e| e.to_string())?;
+            state.add_picks(index, claim, picks);
+            for result in results {
+                let key = index.device_key(&result.driver, &result.pool, &result.device);
+                if let (Some(key), Some(share)) = (key, &result.share_id)
+                    && result.admin_access != Some(true)
+                    && !state.holds_share(key, share)
+                {
+                    return Err(format!("the picks did not add share {share}"));
+                }
+            }
         }
     }
+    // The shares and consumed capacity the picks added are the objects' own.
+    let mut undone = state.clone();
+    for allocation in allocations {
+        undone
+            .remove(index, allocation)
+            .map_err(|e| e.to_string())?;
+    }
+    let mut before = AllocatedState::new(index);
+    for allocation in ledger.allocations() {
+        before.add(index, allocation).map_err(|e| e.to_string())?;
+    }
+    same_devices(index, &before, &undone)
+        .map_err(|e| format!("removing the objects added by picks: {e}"))?;
     Ok(state)
 }
 
-/// Two states agree on everything a search reads of whole-device allocations.
+/// Two states agree on everything a search reads of them, their versions included.
 fn same_state(index: &Index, a: &AllocatedState, b: &AllocatedState) -> Result<(), String> {
     if a.version() != b.version() {
         return Err(format!("versions {} and {}", a.version(), b.version()));
     }
+    same_devices(index, a, b)?;
+    for pool in 0..index.num_pool_keys() as u32 {
+        if a.pool_version(pool) != b.pool_version(pool) {
+            return Err(format!("pool key {pool} differs"));
+        }
+    }
+    Ok(())
+}
+
+/// Two states agree on every device: allocated or not, exclusively or not, and the capacity
+/// its shares consume (by value, name for name).
+fn same_devices(index: &Index, a: &AllocatedState, b: &AllocatedState) -> Result<(), String> {
     for key in (0..index.num_device_keys() as u32).map(DeviceKey) {
+        let (ca, cb) = (a.aggregated_capacity(key), b.aggregated_capacity(key));
+        let same_capacity = match (ca, cb) {
+            (None, None) => true,
+            (Some(ca), Some(cb)) => {
+                ca.len() == cb.len()
+                    && ca
+                        .iter()
+                        .zip(cb)
+                        .all(|((na, qa), (nb, qb))| na == nb && qa.cmp_value(qb).is_eq())
+            }
+            _ => false,
+        };
+        if !same_capacity {
+            return Err(format!(
+                "device key {}: consumed capacity {ca:?} and {cb:?}",
+                key.0
+            ));
+        }
         if a.is_allocated(key) != b.is_allocated(key)
             || a.is_exclusively_allocated(key) != b.is_exclusively_allocated(key)
         {
             return Err(format!("device key {} differs", key.0));
-        }
-    }
-    for pool in 0..index.num_pool_keys() as u32 {
-        if a.pool_version(pool) != b.pool_version(pool) {
-            return Err(format!("pool key {pool} differs"));
         }
     }
     Ok(())

@@ -17,7 +17,8 @@ use std::sync::Arc;
 use dra_alloc::hashing::WordHashMap;
 
 use dra_alloc::{
-    AllocatedState, Allocation, Index, NodeId, Outcome, PreparedClaim, allocate, rejection_key,
+    AllocatedState, Allocation, ClaimPicks, Index, NodeId, Outcome, PreparedClaim, allocate_picks,
+    rejection_key,
 };
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
@@ -246,7 +247,7 @@ enum Record {
 }
 
 fn schedule_pod(
-    index: &Index,
+    index: &Arc<Index>,
     state: &mut AllocatedState,
     (claims, specs): (&mut ClaimStore, &mut TemplateSpecs),
     nodes: &[NodeId],
@@ -325,7 +326,7 @@ fn schedule_pod(
             outcome.node = Some(facts.name.clone());
             return (outcome, start);
         }
-        let (result, stats) = allocate(index, state, node, &prepared_refs);
+        let (result, stats) = allocate_picks(index, state, node, &prepared_refs);
         outcome.steps += stats.steps;
         outcome.allocate_calls += 1;
         all_rejected &= stats.rejected_before_search;
@@ -333,15 +334,22 @@ fn schedule_pod(
             leading = position + 1;
         }
         match result {
-            Outcome::Allocated(results) => {
+            Outcome::Allocated(picks) => {
                 known.learn(key, leading);
                 outcome.status = PodStatus::Scheduled;
                 outcome.node = Some(facts.name.clone());
-                for (name, allocation) in to_allocate.iter().zip(results) {
-                    record_allocation(index, state, claims, namespace, name, &allocation, record);
+                for ((name, claim), picks) in to_allocate.iter().zip(prepared).zip(picks) {
+                    let allocation = record_allocation(
+                        index,
+                        state,
+                        (claims, namespace, name),
+                        node,
+                        (claim, picks),
+                        record,
+                    );
                     outcome
                         .allocations
-                        .insert(name.clone(), Arc::new(Allocation::new(allocation)));
+                        .insert(name.clone(), Arc::new(allocation));
                 }
                 known.allocated_at(position);
                 return (outcome, start);
@@ -360,23 +368,32 @@ fn schedule_pod(
     (outcome, start)
 }
 
+/// Records the allocation of a claim the loop allocated: in the state, and in the claim
+/// store as `record` says; returns it for the pod's outcome. Handed-over outcomes keep the
+/// picks, and the object is written where the outcome is read (by `dra simulate`'s JSON
+/// writer, on its own thread).
 fn record_allocation(
-    index: &Index,
+    index: &Arc<Index>,
     state: &mut AllocatedState,
-    claims: &mut ClaimStore,
-    namespace: &str,
-    name: &str,
-    allocation: &AllocationResult,
+    (claims, namespace, name): (&mut ClaimStore, &str, &str),
+    node: NodeId,
+    (claim, picks): (PreparedClaim, ClaimPicks),
     record: Record,
-) {
-    // The allocator produced these results from the index, so their quantities parse.
-    let _ = state.add(index, allocation);
-    let kept = match record {
-        Record::Whole => allocation.clone(),
-        Record::NodeSelector => AllocationResult {
-            node_selector: allocation.node_selector.clone(),
-            ..AllocationResult::default()
-        },
+) -> Allocation {
+    state.add_picks(index, &claim, &picks);
+    let (kept, allocation) = match record {
+        Record::Whole => {
+            let result = picks.build(index, node, &claim);
+            (result.clone(), Allocation::new(result))
+        }
+        Record::NodeSelector => (
+            AllocationResult {
+                node_selector: picks.node_selector(index, node),
+                ..AllocationResult::default()
+            },
+            Allocation::from_picks(index, node, claim, picks),
+        ),
     };
     claims.set_allocation(namespace, name, kept);
+    allocation
 }
