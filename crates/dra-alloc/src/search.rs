@@ -73,17 +73,19 @@ pub(crate) struct Pick {
     capacity_added: bool,
 }
 
+/// A claim constraint during one call: its spec's names, borrowed from the claim, and what
+/// the picks so far hold it to.
 #[derive(Debug)]
-enum ConstraintState {
+enum ConstraintState<'a> {
     Match {
-        requests: Vec<String>,
-        attribute: String,
+        requests: &'a [String],
+        attribute: &'a str,
         value: Option<AttrValue>,
         count: usize,
     },
     Distinct {
-        requests: Vec<String>,
-        attribute: String,
+        requests: &'a [String],
+        attribute: &'a str,
         /// Upstream keys the values seen by *base request name* (SPEC.md §3.11 quirk).
         values: BTreeMap<String, AttrValue>,
         count: usize,
@@ -120,15 +122,15 @@ fn same_kind_equal(a: &AttrValue, b: &AttrValue) -> Option<bool> {
     }
 }
 
-impl ConstraintState {
-    fn new(spec: &ConstraintSpec) -> Option<ConstraintState> {
+impl<'a> ConstraintState<'a> {
+    fn new(spec: &'a ConstraintSpec) -> Option<ConstraintState<'a>> {
         match spec {
             ConstraintSpec::MatchAttribute {
                 requests,
                 attribute,
             } => Some(ConstraintState::Match {
-                requests: requests.clone(),
-                attribute: attribute.clone(),
+                requests,
+                attribute,
                 value: None,
                 count: 0,
             }),
@@ -136,8 +138,8 @@ impl ConstraintState {
                 requests,
                 attribute,
             } => Some(ConstraintState::Distinct {
-                requests: requests.clone(),
-                attribute: attribute.clone(),
+                requests,
+                attribute,
                 values: BTreeMap::new(),
                 count: 0,
             }),
@@ -292,7 +294,7 @@ pub(crate) struct Search<'a> {
     pub requests: Vec<Vec<Vec<RequestData<'a>>>>,
     /// The chosen subrequest per `[claim][request]`.
     pub selected_sub: Vec<Vec<usize>>,
-    constraints: Vec<Vec<ConstraintState>>,
+    constraints: Vec<Vec<ConstraintState<'a>>>,
     /// Devices picked exclusively in this call, with the claim they were picked for.
     allocating: Vec<(DeviceKey, usize)>,
     /// Capacity consumed by shared picks in this call.
@@ -1044,7 +1046,11 @@ impl<'a> Search<'a> {
         let mut consumed_result = None;
         let mut capacity_added = false;
         if features.consumable_capacity {
-            if self.request_fits_capacity(&self.requests[claim][request][sub], device) != Some(true)
+            // The device loop ([`Search::try_device`]) checked the capacity just before, on
+            // the same state, so only `All` mode (`must`) checks it here.
+            if must
+                && self.request_fits_capacity(&self.requests[claim][request][sub], device)
+                    != Some(true)
             {
                 // Upstream returns here without undoing constraints, the in-use mark and
                 // counters; this path is reachable only in All mode. Undo all of it, like the
