@@ -31,6 +31,9 @@ pub struct ClaimStore {
     claims: ByNamespace<StoredClaim>,
     /// Shared with the claims made from them ([`LeanClaim`]).
     templates: ByNamespace<Arc<ResourceClaimTemplate>>,
+    /// Whether [`ClaimStore::claims_of_pod`] keeps the claims it makes from templates lean
+    /// ([`ClaimStore::make_claims_lean`]).
+    lean: bool,
 }
 
 /// A claim as the store holds it. Boxed either way: a claim is several hundred bytes, and a
@@ -412,6 +415,14 @@ impl ClaimStore {
         store
     }
 
+    /// Claims made from templates from now on are kept as [`LeanClaim`]s, made into objects
+    /// only when read as objects: for a caller that reads a made claim's allocation and
+    /// status but not its object (the reference loop handing its outcomes over, which made
+    /// an object of every claim from a template and read its name back).
+    pub(crate) fn make_claims_lean(&mut self) {
+        self.lean = true;
+    }
+
     /// Claims that have an allocation, in (namespace, name) order.
     pub fn allocated(&self) -> impl Iterator<Item = (&ResourceClaim, &AllocationResult)> {
         self.claims
@@ -503,6 +514,19 @@ impl ClaimStore {
         let owner_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let claim = match made.take_claim(&key, template_name, pod_claim_name, owner_uid) {
             Some(claim) => claim,
+            None if self.lean => {
+                let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+                return self
+                    .make_from_template(
+                        &key.0,
+                        &key.1,
+                        template_name,
+                        pod_name,
+                        pod_claim_name,
+                        owner_uid,
+                    )
+                    .then_some(key.1);
+            }
             None => {
                 let template = self.templates.get(&key.0, template_name)?;
                 let pod_name = pod.metadata.name.as_deref().unwrap_or_default();

@@ -90,6 +90,10 @@ fn run(
 ) -> Result<Report, SimError> {
     let index = &snapshot.index;
     let mut claims = ClaimStore::new(input);
+    if each.is_some() {
+        // The store's claims are not part of the answer (see `run_first_fit_snapshot_each`).
+        claims.make_claims_lean();
+    }
     let mut state = AllocatedState::new(index);
     for (claim, allocation) in claims.allocated() {
         state.add(index, allocation).map_err(|e| SimError::Claim {
@@ -272,16 +276,25 @@ fn schedule_pod(
     let mut pinned = Vec::new();
     for (name, template) in pod_claims {
         // `claims_of_pod` only returns names of claims in the store.
-        let Some(claim) = claims.get(namespace, &name) else {
+        if !claims.contains(namespace, &name) {
             continue;
-        };
-        match claim.status.as_ref().and_then(|s| s.allocation.as_ref()) {
-            Some(allocation) => pinned.push(allocation.node_selector.clone()),
-            None => {
-                prepared.push(specs.prepare(index, claim, template));
-                to_allocate.push(name);
-            }
         }
+        if let Some(allocation) = claims.allocation(namespace, &name) {
+            pinned.push(allocation.node_selector.clone());
+            continue;
+        }
+        // A claim just made from a template whose spec was prepared before is prepared by
+        // its names alone: a claim kept lean is not made into an object for it.
+        let shared = template.and_then(|template| specs.shared(namespace, &name, template));
+        let claim = match shared {
+            Some(claim) => claim,
+            None => match claims.get(namespace, &name) {
+                Some(claim) => specs.prepare(index, claim, template),
+                None => continue,
+            },
+        };
+        prepared.push(claim);
+        to_allocate.push(name);
     }
     let prepared_refs: Vec<&PreparedClaim> = prepared.iter().collect();
 
