@@ -321,32 +321,16 @@ impl AllocatedState {
             }
             return;
         };
-        let share_key = (key, share.to_string());
-        let entry = self.shares.entry(share_key.clone()).or_default();
-        let per_device = self.shares_per_device.entry(key).or_default();
-        if add {
-            *entry += 1;
-            *per_device += 1;
-        } else {
-            *entry = entry.saturating_sub(1);
-            *per_device = per_device.saturating_sub(1);
-        }
-        if *entry == 0 {
-            self.shares.remove(&share_key);
-        }
-        if self.shares_per_device.get(&key) == Some(&0) {
-            self.shares_per_device.remove(&key);
-        }
+        count_in(self.shares.entry((key, share.to_string())), add);
+        count_in(self.shares_per_device.entry(key), add);
         // Upstream aggregates consumedCapacity only for results with a shareID and a
         // consumedCapacity (kube-scheduler's GatherAllocatedState).
         let Some(consumed) = consumed else {
             return;
         };
-        let contributors = self.capacity_contributors.entry(key).or_default();
-        if add {
-            *contributors += 1;
-        } else {
-            *contributors = contributors.saturating_sub(1);
+        if !count_in(self.capacity_contributors.entry(key), add) {
+            self.aggregated_capacity.remove(&key);
+            return;
         }
         let totals = self.aggregated_capacity.entry(key).or_default();
         for (name, value) in consumed {
@@ -360,9 +344,31 @@ impl AllocatedState {
                 crate::quantity::sub(total, value)
             };
         }
-        if self.capacity_contributors.get(&key) == Some(&0) {
-            self.capacity_contributors.remove(&key);
-            self.aggregated_capacity.remove(&key);
+    }
+}
+
+/// Counts one more (`add`) or one less at `entry`; a count that reaches zero leaves the map,
+/// and one less of an absent entry changes nothing. Whether the entry is there afterwards.
+fn count_in<K: Ord>(entry: std::collections::btree_map::Entry<'_, K, u32>, add: bool) -> bool {
+    use std::collections::btree_map::Entry;
+    match entry {
+        Entry::Vacant(vacant) => {
+            if add {
+                vacant.insert(1);
+            }
+            add
+        }
+        Entry::Occupied(mut occupied) => {
+            if add {
+                *occupied.get_mut() += 1;
+            } else {
+                *occupied.get_mut() -= 1;
+            }
+            if *occupied.get() == 0 {
+                occupied.remove();
+                return false;
+            }
+            true
         }
     }
 }
