@@ -40,7 +40,6 @@
 
 mod allocation;
 mod claims;
-pub mod hashing;
 mod index;
 pub mod node_selector;
 mod pools;
@@ -60,6 +59,9 @@ pub use claims::{
     AllocationMode, ConstraintSpec, PreparedClaim, PreparedRequest, PreparedSpec, RequestBody,
     RequestSpec,
 };
+/// The workspace's hasher for maps looked up by name ([`dra_types::hashing`]), where the
+/// simulator has always found it.
+pub use dra_types::hashing;
 pub use index::{
     AttrValue, Capacity, ClassEntry, ClassId, DeviceEntry, DeviceIdx, DeviceKey, Index, IndexError,
     IndexErrorKind, IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, SliceInput,

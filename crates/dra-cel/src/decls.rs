@@ -2,7 +2,7 @@
 //! it: name, overload ids, member or global, argument and result types. The checker
 //! resolves calls against these; the planner maps the function to its implementation.
 
-use std::collections::HashMap;
+use dra_types::hashing::WordHashMap;
 
 use crate::types::{CIDR_TYPE, IP_TYPE, QUANTITY_TYPE, SEMVER_TYPE, Type};
 
@@ -16,7 +16,7 @@ pub(crate) struct Overload {
 
 #[derive(Debug, Default)]
 pub(crate) struct Declarations {
-    functions: HashMap<&'static str, Vec<Overload>>,
+    functions: WordHashMap<&'static str, Vec<Overload>>,
 }
 
 /// Which optional parts of the environment are declared.

@@ -48,7 +48,7 @@ mod shortcut;
 mod types;
 mod value;
 
-use std::collections::HashMap;
+use dra_types::hashing::WordHashMap;
 use std::sync::{Arc, RwLock};
 
 pub use ast::Position;
@@ -130,7 +130,7 @@ pub struct Compiler {
     options: CompilerOptions,
     decls: Declarations,
     device: DeviceDecl,
-    cache: RwLock<HashMap<String, Result<Selector, CompileError>>>,
+    cache: RwLock<WordHashMap<String, Result<Selector, CompileError>>>,
 }
 
 impl Default for Compiler {
@@ -175,7 +175,7 @@ impl Compiler {
                 attribute_type: if list_attrs { Type::Dyn } else { Type::Any },
                 has_allow_multiple_allocations: multi,
             },
-            cache: RwLock::new(HashMap::new()),
+            cache: RwLock::new(WordHashMap::default()),
         }
     }
 

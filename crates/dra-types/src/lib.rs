@@ -37,6 +37,7 @@
 //! ```
 
 pub mod bytes;
+pub mod hashing;
 pub mod json_subset;
 pub mod lists;
 pub mod parallel;

@@ -14,13 +14,13 @@ mod head;
 mod scan;
 mod split;
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use dra_types::hashing::WordHashMap;
 use dra_types::parallel::map_in_order;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
@@ -227,7 +227,7 @@ struct Loader<'a> {
     diagnostics: Vec<Diagnostic>,
     /// First definition of each (kind, namespace, name).
     /// Only looked up, never iterated, so its order cannot show.
-    seen: HashMap<(&'static str, String, String), Source>,
+    seen: WordHashMap<(&'static str, String, String), Source>,
 }
 
 impl<'a> Loader<'a> {
@@ -236,7 +236,7 @@ impl<'a> Loader<'a> {
             options,
             cluster: Cluster::default(),
             diagnostics: Vec::new(),
-            seen: HashMap::new(),
+            seen: WordHashMap::default(),
         }
     }
 

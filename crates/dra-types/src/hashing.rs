@@ -1,4 +1,5 @@
-//! A fast hasher for the index's internal maps (and the simulator's lookups by name), whose
+//! A fast hasher for the maps looked up by name across the workspace (the loader's duplicate
+//! check, the CEL declarations, the index's internal maps, the simulator's lookups), whose
 //! keys are names, identifiers and small tuples: it mixes eight bytes per step (device UUIDs
 //! and PCI addresses are 12 to 40 bytes) where byte-wise FNV-1a mixed one, and interning every
 //! string of every device made that loop a visible part of indexing. HashDoS resistance buys
