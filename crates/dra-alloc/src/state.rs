@@ -278,9 +278,7 @@ impl AllocatedState {
         }
         Ok(())
     }
-}
 
-impl AllocatedState {
     /// [`AllocatedState::add`] of the object `picks` describe ([`ClaimPicks::build`] for
     /// `claim`), without writing it: each device by its key, each share by the ID its result
     /// carries, consumed capacity as the search computed it. The state is the one adding the

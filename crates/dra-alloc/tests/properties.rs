@@ -181,6 +181,7 @@ fn same_by_picks(
     for allocation in ledger.allocations() {
         state.add(index, allocation).map_err(|e| e.to_string())?;
     }
+    let before = state.clone();
     let Picked::Allocated(picks) = allocate_picks(index, &state, node, claims).0 else {
         return Err("allocate_picks does not allocate where allocate does".to_string());
     };
@@ -242,10 +243,6 @@ fn same_by_picks(
         undone
             .remove(index, allocation)
             .map_err(|e| e.to_string())?;
-    }
-    let mut before = AllocatedState::new(index);
-    for allocation in ledger.allocations() {
-        before.add(index, allocation).map_err(|e| e.to_string())?;
     }
     same_devices(index, &before, &undone)
         .map_err(|e| format!("removing the objects added by picks: {e}"))?;
