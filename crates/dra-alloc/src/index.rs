@@ -596,6 +596,104 @@ fn prepare_slices(
     })
 }
 
+/// Slices given as text, converted ahead of [`Index::build_with_ahead`] on a thread of the
+/// caller's, typically while the rest of the input is still being read: [`Index::build`]
+/// would convert the same texts the same way, only later. Each run is a contiguous part of
+/// the snapshot's slices, in their order, with its own string interner (as a thread's run in
+/// [`Index::build`]); taint rules are not applied, so runs serve only a snapshot without
+/// DeviceTaintRules. The runs remember which texts they converted (their addresses, lengths
+/// and kinds), and the index takes them only if, one after the other, they are exactly the
+/// snapshot's slices; otherwise it converts the slices itself. The index is the same either
+/// way.
+#[derive(Debug)]
+pub struct SliceRunAhead {
+    run: PreparedRun,
+    strings: Interner,
+    /// Per slice: the text's address and length, and whether it was a
+    /// [`SliceInput::JsonToLineEnd`].
+    texts: Vec<(usize, usize, bool)>,
+}
+
+impl SliceRunAhead {
+    /// An empty run with room for the devices of about `text_bytes` of slice text (an
+    /// estimate is enough, as long as it is not short: the run taken first keeps its list as
+    /// the index's, which then takes the other runs' devices).
+    pub fn with_room_for_text(text_bytes: usize) -> SliceRunAhead {
+        SliceRunAhead {
+            run: PreparedRun {
+                slices: Vec::new(),
+                devices: Vec::with_capacity(text_bytes / JSON_BYTES_PER_DEVICE),
+            },
+            strings: Interner::default(),
+            texts: Vec::new(),
+        }
+    }
+
+    /// Converts the next slice of the run, given as text (`to_line_end`: a
+    /// [`SliceInput::JsonToLineEnd`]). A text that does not convert is kept as its error,
+    /// which [`Index::build_with_ahead`] returns where [`Index::build`] would.
+    pub fn push(&mut self, text: &str, to_line_end: bool) {
+        let slice = if to_line_end {
+            SliceInput::JsonToLineEnd(text)
+        } else {
+            SliceInput::Json(text)
+        };
+        let devices = &mut self.run.devices;
+        let before = devices.len();
+        let prepared = prepare_input(&slice, &[], &mut self.strings, devices);
+        if prepared.is_err() {
+            // A failed slice leaves no devices behind for the next one's place.
+            devices.truncate(before);
+        }
+        self.run.slices.push(prepared);
+        self.texts
+            .push((text.as_ptr() as usize, text.len(), to_line_end));
+    }
+
+    /// How many slices the run holds.
+    pub fn len(&self) -> usize {
+        self.texts.len()
+    }
+
+    /// Whether the run holds no slice.
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+
+    /// Whether [`Index::build_with_ahead`] takes `runs` for an input of `slices` and
+    /// `taint_rules`: the runs, one after the other, hold exactly the input's slices, each
+    /// converted from the very text the input gives (its address, length and kind), and no
+    /// taint rule could add to their devices.
+    pub fn fit(
+        runs: &[SliceRunAhead],
+        slices: &[SliceInput<'_>],
+        taint_rules: &[&DeviceTaintRule],
+    ) -> bool {
+        if runs.is_empty() || !taint_rules.is_empty() {
+            return false;
+        }
+        let mut texts = runs.iter().flat_map(|run| run.texts.iter());
+        slices.iter().all(|slice| {
+            let (text, to_line_end) = match slice {
+                SliceInput::Object(_) => return false,
+                SliceInput::Json(text) => (text, false),
+                SliceInput::JsonToLineEnd(text) => (text, true),
+            };
+            texts.next() == Some(&(text.as_ptr() as usize, text.len(), to_line_end))
+        }) && texts.next().is_none()
+    }
+}
+
+/// The runs converted ahead, if they fit the input ([`SliceRunAhead::fit`]).
+fn runs_ahead(
+    slices: &[SliceInput<'_>],
+    taint_rules: &[&DeviceTaintRule],
+    ahead: Vec<SliceRunAhead>,
+) -> Option<Vec<PreparedRun>> {
+    SliceRunAhead::fit(&ahead, slices, taint_rules)
+        .then(|| ahead.into_iter().map(|run| run.run).collect())
+}
+
 /// [`prepare_slice`] of an object, or the same conversion straight from a JSON text
 /// ([`crate::slice_json`]).
 fn prepare_input(
@@ -866,6 +964,16 @@ impl Index {
     /// Indexes a snapshot. Fails only on values that cannot be parsed (quantities); API
     /// validation (`dra-api`) reports those with file and line before this is called.
     pub fn build(input: &IndexInput<'_>, options: &IndexOptions) -> Result<Index, IndexError> {
+        Index::build_with_ahead(input, options, Vec::new())
+    }
+
+    /// [`Index::build`], taking the slices' conversions from `ahead` where those are of
+    /// exactly the input's slices (see [`SliceRunAhead`]); the index is the same.
+    pub fn build_with_ahead(
+        input: &IndexInput<'_>,
+        options: &IndexOptions,
+        ahead: Vec<SliceRunAhead>,
+    ) -> Result<Index, IndexError> {
         let mut index = Index {
             features: options.features,
             nodes: Vec::new(),
@@ -922,7 +1030,10 @@ impl Index {
         // Entries are large: room for all at once instead of growth slack (the devices come
         // with room for all in the first run).
         index.slices.reserve(input.slices.len());
-        let runs = prepare_slices(&input.slices, &input.taint_rules, options.threads);
+        let runs = match runs_ahead(&input.slices, &input.taint_rules, ahead) {
+            Some(runs) => runs,
+            None => prepare_slices(&input.slices, &input.taint_rules, options.threads),
+        };
         // Room for every device key and slice at once: growing the tables step by step was
         // a tenth of the indexing of a large cluster (rehashes and copies into fresh memory).
         let devices: usize = runs.iter().map(|run| run.devices.len()).sum();
@@ -1230,6 +1341,16 @@ mod tests {
 
     /// Everything a built index holds about slices and devices, as comparable text.
     fn index_text(slices: &[SliceInput<'_>], rules: &[&DeviceTaintRule], threads: usize) -> String {
+        index_text_ahead(slices, rules, threads, Vec::new())
+    }
+
+    /// [`index_text`] of an index given slices converted ahead.
+    fn index_text_ahead(
+        slices: &[SliceInput<'_>],
+        rules: &[&DeviceTaintRule],
+        threads: usize,
+        ahead: Vec<SliceRunAhead>,
+    ) -> String {
         let input = IndexInput {
             nodes: Vec::new(),
             slices: slices.to_vec(),
@@ -1240,7 +1361,7 @@ mod tests {
             threads: Some(threads),
             ..IndexOptions::default()
         };
-        match Index::build(&input, &options) {
+        match Index::build_with_ahead(&input, &options, ahead) {
             Ok(index) => {
                 // A HashMap prints in its own order.
                 let on_node: BTreeMap<_, _> = index.slices_on_node.iter().collect();
@@ -1283,6 +1404,109 @@ mod tests {
                 "{threads} threads differ"
             );
         }
+    }
+
+    /// Runs of the slices' texts converted ahead, cut anywhere.
+    fn runs_of(texts: &[(&str, bool)], cuts: &[usize]) -> Vec<SliceRunAhead> {
+        let mut runs = Vec::new();
+        let mut start = 0;
+        for &end in cuts.iter().chain([&texts.len()]) {
+            let mut run = SliceRunAhead::with_room_for_text(0);
+            for &(text, to_line_end) in &texts[start..end] {
+                run.push(text, to_line_end);
+            }
+            runs.push(run);
+            start = end;
+        }
+        runs
+    }
+
+    /// Slices converted ahead, in runs cut anywhere, build the index the index builds itself,
+    /// good quantities or bad (the first bad one fails both alike).
+    #[test]
+    fn slices_converted_ahead_build_the_same_index() {
+        let (slices, _) = slices_and_rules();
+        let texts: Vec<String> = slices
+            .iter()
+            .map(|slice| serde_json::to_string(slice).expect("encode"))
+            .collect();
+        // The first seven slices are good; all of them fail on the first bad quantity.
+        for count in [7, texts.len()] {
+            let input: Vec<SliceInput<'_>> =
+                texts[..count].iter().map(|t| SliceInput::Json(t)).collect();
+            let pairs: Vec<(&str, bool)> = texts[..count].iter().map(|t| (&**t, false)).collect();
+            let built = index_text(&input, &[], 1);
+            assert_eq!(built.contains("IndexError"), count > 7, "{built:.300}");
+            for cuts in [
+                vec![],
+                vec![0],
+                vec![1],
+                vec![count / 2],
+                vec![3, 5],
+                vec![count],
+            ] {
+                let ahead = runs_of(&pairs, &cuts);
+                assert!(
+                    runs_ahead(&input, &[], runs_of(&pairs, &cuts)).is_some(),
+                    "cut at {cuts:?}: not taken"
+                );
+                assert!(
+                    index_text_ahead(&input, &[], 1, ahead) == built,
+                    "cut at {cuts:?}: differs"
+                );
+            }
+        }
+    }
+
+    /// Runs are taken only when they are exactly the input's slices, by address, and no taint
+    /// rule could add to their devices; otherwise the index converts the slices itself.
+    #[test]
+    fn slices_converted_ahead_are_taken_only_for_their_very_texts() {
+        let (slices, rules) = slices_and_rules();
+        let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
+        let texts: Vec<String> = slices[..6]
+            .iter()
+            .map(|slice| serde_json::to_string(slice).expect("encode"))
+            .collect();
+        let copies = texts.clone();
+        let input: Vec<SliceInput<'_>> = texts.iter().map(|t| SliceInput::Json(t)).collect();
+        let pairs: Vec<(&str, bool)> = texts.iter().map(|t| (&**t, false)).collect();
+        let taken = |runs: Vec<SliceRunAhead>| runs_ahead(&input, &[], runs).is_some();
+        assert!(taken(runs_of(&pairs, &[2])));
+        assert!(!taken(Vec::new()), "no runs");
+        assert!(!taken(runs_of(&pairs[..5], &[2])), "a slice missing");
+        let mut more = pairs.clone();
+        more.push(pairs[0]);
+        assert!(!taken(runs_of(&more, &[2])), "a slice too many");
+        let mut swapped = pairs.clone();
+        swapped.swap(1, 2);
+        assert!(!taken(runs_of(&swapped, &[])), "out of order");
+        let mut copied = pairs.clone();
+        copied[4] = (&copies[4], false);
+        assert!(!taken(runs_of(&copied, &[])), "an equal text elsewhere");
+        let mut to_line_end = pairs.clone();
+        to_line_end[3].1 = true;
+        assert!(!taken(runs_of(&to_line_end, &[])), "read to the line end");
+        assert!(
+            runs_ahead(&input, &rules, runs_of(&pairs, &[])).is_none(),
+            "taint rules"
+        );
+        let objects: Vec<SliceInput<'_>> = slices[..6].iter().map(SliceInput::from).collect();
+        assert!(
+            runs_ahead(&objects, &[], runs_of(&pairs, &[])).is_none(),
+            "objects"
+        );
+        // Runs not taken are not used: the index is the one of its input.
+        assert_eq!(
+            index_text_ahead(&input, &rules, 1, runs_of(&pairs, &[])),
+            index_text(&input, &rules, 1)
+        );
+        let tainted = |rules: &[&DeviceTaintRule]| {
+            index_text(&input, rules, 1)
+                .matches("example.com/unhealthy")
+                .count()
+        };
+        assert!(tainted(&rules) > tainted(&[]), "the rule taints devices");
     }
 
     /// Slices given as JSON text build the index their objects build, on any number of

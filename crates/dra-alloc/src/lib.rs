@@ -65,7 +65,7 @@ pub use dra_types::hashing;
 pub use index::{
     AttrValue, Capacity, ClassEntry, ClassId, DeviceEntry, DeviceIdx, DeviceKey, Index, IndexError,
     IndexErrorKind, IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, SliceInput,
-    taint_rule_selects,
+    SliceRunAhead, taint_rule_selects,
 };
 pub use pools::{NodePools, PoolView};
 pub use result::{ClaimPicks, stable_uuid, stable_uuid_of_parts};

@@ -285,6 +285,49 @@ impl SliceJson {
         // Checked by `new`; the source is never changed.
         self.source.get(self.range.clone()).unwrap_or_default()
     }
+
+    /// The document's text as a handle that shares the input it is part of (no copy), for
+    /// another thread: what a [`crate::SliceSink`] passes on.
+    pub fn shared_text(&self) -> SliceText {
+        SliceText {
+            source: Arc::clone(&self.source),
+            range: self.range.clone(),
+            end_unchecked: self.end_unchecked,
+        }
+    }
+}
+
+/// The text of a slice kept as JSON ([`SliceJson::shared_text`]), owning a share of the input
+/// it is part of. Its [`SliceText::text`] is the very `&str` that [`SliceJson::text`] gives
+/// (the same address), so that a converter can tell which document it converted.
+#[derive(Clone)]
+pub struct SliceText {
+    source: Arc<String>,
+    range: Range<usize>,
+    end_unchecked: bool,
+}
+
+impl SliceText {
+    /// The document's JSON text.
+    pub fn text(&self) -> &str {
+        // Made from a `SliceJson`, whose range `new` checked.
+        self.source.get(self.range.clone()).unwrap_or_default()
+    }
+
+    /// As [`SliceJson::end_unchecked`].
+    pub fn end_unchecked(&self) -> bool {
+        self.end_unchecked
+    }
+}
+
+/// Shows the document, not the whole input it shares.
+impl fmt::Debug for SliceText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SliceText")
+            .field("text", &self.text())
+            .field("end_unchecked", &self.end_unchecked)
+            .finish()
+    }
 }
 
 /// Shows the document, not the whole input it shares.

@@ -49,12 +49,13 @@ mod source;
 mod validate;
 
 pub use cluster::{
-    Cluster, ClusterIndex, KindInfo, ScopeFlag, SliceDoc, SliceJson, supported_kinds,
+    Cluster, ClusterIndex, KindInfo, ScopeFlag, SliceDoc, SliceJson, SliceText, supported_kinds,
 };
 pub use defaults::apply_defaults;
 pub use diagnostic::{Diagnostic, Severity};
 pub use load::{
-    LoadError, LoadOptions, Loaded, load_paths, load_str, load_str_with, load_string_with,
+    LoadError, LoadOptions, Loaded, SliceSink, load_paths, load_str, load_str_with,
+    load_string_with,
 };
 pub use source::{Located, ObjectRef, Source};
 pub use validate::{ADMIN_ACCESS_LABEL, validate};

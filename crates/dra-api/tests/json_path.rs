@@ -355,3 +355,83 @@ fn pods_and_nodes_taken_to_their_line_end_load_as_usual() {
         }
     }
 }
+
+/// What a load told its slice sink: the texts' addresses, lengths and ends, in order.
+fn load_telling(
+    name: &str,
+    text: &str,
+    threads: usize,
+) -> (dra_api::Loaded, Vec<(usize, usize, bool)>) {
+    let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = {
+        let told = std::sync::Arc::clone(&told);
+        dra_api::SliceSink::new(move |slice| {
+            let shared = slice.shared_text();
+            assert_eq!(shared.text(), slice.text());
+            told.lock().expect("unpoisoned").push((
+                shared.text().as_ptr() as usize,
+                shared.text().len(),
+                shared.end_unchecked(),
+            ));
+        })
+    };
+    let options = dra_api::LoadOptions {
+        threads,
+        defer_slices: true,
+        slice_sink: Some(sink),
+        ..dra_api::LoadOptions::default()
+    };
+    let loaded = dra_api::load_str_with(name, text, &options);
+    let told = told.lock().expect("unpoisoned").clone();
+    (loaded, told)
+}
+
+/// The texts of the slices a load kept as JSON, as [`load_telling`] records them.
+fn kept_texts(loaded: &dra_api::Loaded) -> Vec<(usize, usize, bool)> {
+    loaded
+        .cluster
+        .slice_docs
+        .iter()
+        .filter_map(|doc| match &*doc.object {
+            dra_api::SliceDoc::Json(json) => Some((
+                json.text().as_ptr() as usize,
+                json.text().len(),
+                json.end_unchecked(),
+            )),
+            dra_api::SliceDoc::Object(_) => None,
+        })
+        .collect()
+}
+
+/// A JSON stream read on one thread tells its sink of every slice it keeps as text, in
+/// order, by the very text the answer holds; the answer is the one without a sink. A stream
+/// read in parallel pieces, and YAML, tell nothing.
+#[test]
+fn slice_sink_is_told_of_the_kept_texts_in_order() {
+    let text = example_json_lines().join("\n") + "\n";
+    let (loaded, told) = load_telling("small.json", &text, 0);
+    let kept = kept_texts(&loaded);
+    assert!(kept.len() >= 2, "the example has slices: {kept:?}");
+    assert_eq!(told, kept);
+    let without = load_with("small.json", &text, 0, true);
+    assert_eq!(
+        format!("{:?}", loaded.cluster),
+        format!("{:?}", without.cluster)
+    );
+
+    let large = text.repeat(repeats_for_three_threads(text.len()));
+    let (loaded, told) = load_telling("large.json", &large, 3);
+    assert!(!kept_texts(&loaded).is_empty());
+    assert!(
+        told.is_empty(),
+        "told {} of a stream read in pieces",
+        told.len()
+    );
+    // The same stream on one thread tells of all of them.
+    let (loaded, told) = load_telling("large.json", &large, 1);
+    assert_eq!(told, kept_texts(&loaded));
+
+    let (loaded, told) = load_telling("example.yaml", &example_yaml(), 0);
+    assert!(!loaded.cluster.slice_docs.is_empty());
+    assert!(told.is_empty(), "YAML slices are objects");
+}

@@ -1,13 +1,16 @@
 //! Loading the command's input: the given files, or the built-in example cluster.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use dra_alloc::IndexErrorKind;
+use dra_alloc::{IndexErrorKind, SliceRunAhead};
 use dra_api::{Diagnostic, LoadOptions, Loaded};
 use dra_sim::{SimError, SimInput, Snapshot};
+use dra_types::parallel::spawn_beside;
 
 use crate::Failure;
 use crate::output::Out;
+use crate::slices_ahead::{self, SlicesAhead};
 
 /// The built-in example: a platform team halfway through moving GPU workloads from the device
 /// plugin to DRA (also in `examples/gpu-migration/cluster.yaml`).
@@ -55,13 +58,13 @@ pub fn snapshot(loaded: &Loaded) -> Result<Snapshot, Failure> {
 /// the input has errors, the files are loaded again the usual way, whose diagnostics name
 /// file and line, so the outcome is the usual route's in every case. Standard input cannot
 /// be read twice and always takes the usual route.
+///
+/// Slices found are converted while the rest is read ([`crate::slices_ahead`]).
 pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot), Failure> {
     if !files.is_empty() && files.iter().all(|f| f.as_os_str() != "-") {
-        let loaded = dra_api::load_paths(files, &snapshot_load_options())
-            .map_err(|e| Failure::Input(e.to_string()))?;
-        crate::timings::mark("load");
+        let (loaded, ahead) = load_converting_slices(files)?;
         if !loaded.has_errors() {
-            match Snapshot::new(&SimInput::from_cluster(&loaded.cluster)) {
+            match Snapshot::with_slices_ahead(&SimInput::from_cluster(&loaded.cluster), ahead) {
                 Ok(snapshot) => {
                     crate::timings::mark("index");
                     report(out, &loaded.diagnostics);
@@ -78,6 +81,42 @@ pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot),
     let loaded = load(out, files)?;
     let snapshot = snapshot(&loaded)?;
     Ok((loaded, snapshot))
+}
+
+/// Loads `files` for [`load_snapshot`], converting the slices found on a helper thread and,
+/// once loading is done, on this one too ([`crate::slices_ahead`]); the runs are empty where
+/// the loader told of no slice (YAML, large inputs read in parallel pieces) and are not
+/// converted when the input has errors.
+fn load_converting_slices(files: &[PathBuf]) -> Result<(Loaded, Vec<SliceRunAhead>), Failure> {
+    // Room for the devices of all the input's text: only the run converted first keeps its
+    // list (as the index's), and it cannot know how many slices will come.
+    let input_bytes: usize = files
+        .iter()
+        .filter_map(|file| std::fs::metadata(file).ok())
+        .map(|metadata| usize::try_from(metadata.len()).unwrap_or(usize::MAX))
+        .fold(0, usize::saturating_add);
+    let ahead = Arc::new(SlicesAhead::default());
+    let options = LoadOptions {
+        slice_sink: Some(ahead.sink()),
+        ..snapshot_load_options()
+    };
+    std::thread::scope(|scope| {
+        let helper = spawn_beside(scope, || ahead.convert_front(input_bytes));
+        let loaded = dra_api::load_paths(files, &options);
+        let back = ahead.finish();
+        crate::timings::mark("load");
+        let back = match &loaded {
+            Ok(loaded) if !loaded.has_errors() => slices_ahead::convert(&back),
+            _ => slices_ahead::convert(&[]),
+        };
+        let front = match helper.join() {
+            Ok(front) => front,
+            // A panic in the helper is a bug; re-raise it on this thread.
+            Err(payload) => std::panic::resume_unwind(payload),
+        };
+        let loaded = loaded.map_err(|e| Failure::Input(e.to_string()))?;
+        Ok((loaded, vec![front, back]))
+    })
 }
 
 /// How [`load_snapshot`] first reads files (and `dra bench` its generated input): slices kept
@@ -107,5 +146,66 @@ pub fn report(out: &Out, diagnostics: &[Diagnostic]) {
             }
             _ => eprintln!("{text}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A JSON stream of `count` ResourceSlices of four devices each, a pod between them.
+    fn slice_stream(count: usize) -> String {
+        let mut text = String::new();
+        for n in 0..count {
+            let devices: Vec<String> = (0..4)
+                .map(|i| format!(r#"{{"name":"gpu-{i}","attributes":{{"index":{{"int":{i}}}}}}}"#))
+                .collect();
+            text.push_str(&format!(
+                r#"{{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{{"name":"node-{n}"}},"spec":{{"driver":"gpu.example.com","nodeName":"node-{n}","pool":{{"name":"node-{n}","generation":1,"resourceSliceCount":1}},"devices":[{}]}}}}"#,
+                devices.join(",")
+            ));
+            text.push('\n');
+            if n == count / 2 {
+                text.push_str(r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"default"},"spec":{"containers":[{"name":"c","image":"i"}]}}"#);
+                text.push('\n');
+            }
+        }
+        text
+    }
+
+    /// Writes `text` to a file of this test's own.
+    fn file_with(name: &str, text: &str) -> PathBuf {
+        let file = std::env::temp_dir().join(format!("dra-ahead-{}-{name}", std::process::id()));
+        std::fs::write(&file, text).expect("temporary file");
+        file
+    }
+
+    /// Slices found while loading a JSON stream are converted on the helper and this thread,
+    /// every one once, in runs the index takes; YAML tells of none, and loads as before.
+    #[test]
+    fn slices_are_converted_while_loading() {
+        let file = file_with("stream.json", &slice_stream(40));
+        let (loaded, runs) = load_converting_slices(std::slice::from_ref(&file)).expect("loads");
+        std::fs::remove_file(&file).ok();
+        assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
+        assert_eq!(loaded.cluster.pods.len(), 1);
+        let input = SimInput::from_cluster(&loaded.cluster);
+        assert_eq!(input.slices.len(), 40);
+        assert_eq!(runs.iter().map(SliceRunAhead::len).sum::<usize>(), 40);
+        assert!(SliceRunAhead::fit(&runs, &input.slices, &[]));
+        Snapshot::with_slices_ahead(&input, runs).expect("indexes");
+
+        let yaml: String = slice_stream(3)
+            .lines()
+            .map(|line| format!("---\n{line}\n"))
+            .collect();
+        let file = file_with("stream.yaml", &yaml);
+        let (loaded, runs) = load_converting_slices(std::slice::from_ref(&file)).expect("loads");
+        std::fs::remove_file(&file).ok();
+        assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
+        let input = SimInput::from_cluster(&loaded.cluster);
+        assert_eq!(input.slices.len(), 3);
+        assert!(runs.iter().all(SliceRunAhead::is_empty));
+        assert!(!SliceRunAhead::fit(&runs, &input.slices, &[]));
     }
 }

@@ -13,6 +13,7 @@ mod commands;
 mod hand_over;
 mod input;
 mod output;
+mod slices_ahead;
 pub mod timings;
 
 use std::process::ExitCode;

@@ -78,7 +78,7 @@ mod test_support;
 
 use std::sync::Arc;
 
-use dra_alloc::{Index, IndexError, IndexInput, IndexOptions, SliceInput};
+use dra_alloc::{Index, IndexError, IndexInput, IndexOptions, SliceInput, SliceRunAhead};
 use dra_api::SliceDoc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{
@@ -161,8 +161,8 @@ impl<'a> SimInput<'a> {
         }
     }
 
-    fn build_index(&self) -> Result<Index, SimError> {
-        Index::build(
+    fn build_index(&self, ahead: Vec<SliceRunAhead>) -> Result<Index, SimError> {
+        Index::build_with_ahead(
             &IndexInput {
                 nodes: self.nodes.clone(),
                 slices: self.slices.clone(),
@@ -170,6 +170,7 @@ impl<'a> SimInput<'a> {
                 taint_rules: self.taint_rules.clone(),
             },
             &IndexOptions::default(),
+            ahead,
         )
         .map_err(SimError::Index)
     }
@@ -190,7 +191,16 @@ pub struct Snapshot {
 impl Snapshot {
     /// Indexes the input's nodes, slices, classes and taint rules.
     pub fn new(input: &SimInput<'_>) -> Result<Snapshot, SimError> {
-        let index = input.build_index()?;
+        Snapshot::with_slices_ahead(input, Vec::new())
+    }
+
+    /// [`Snapshot::new`], with slices the caller converted ahead ([`SliceRunAhead`]: taken
+    /// only if they are exactly the input's slices; the snapshot is the same).
+    pub fn with_slices_ahead(
+        input: &SimInput<'_>,
+        ahead: Vec<SliceRunAhead>,
+    ) -> Result<Snapshot, SimError> {
+        let index = input.build_index(ahead)?;
         let taints = taints::TaintView::new(&index, &input.taint_rules);
         Ok(Snapshot {
             index: Arc::new(index),

@@ -310,7 +310,7 @@ mod tests {
 
     fn index(cluster: &dra_api::Cluster) -> Index {
         crate::SimInput::from_cluster(cluster)
-            .build_index()
+            .build_index(Vec::new())
             .expect("index")
     }
 

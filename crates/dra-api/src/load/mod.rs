@@ -54,6 +54,35 @@ pub struct LoadOptions {
     /// only skips by brackets and strings), so a caller that meets text that does not decode
     /// loads again without this option to report it.
     pub defer_slices: bool,
+    /// With `defer_slices`, told of every slice kept as text the moment the loader finds it,
+    /// in input order, while the rest of the input is still being read: a caller can start
+    /// converting slices on another thread meanwhile. Only inputs read on one thread tell
+    /// (a large JSON stream read in parallel pieces tells nothing), and a slice told is not
+    /// necessarily among the answer's [`Cluster::slice_docs`] as that text (its part of the
+    /// input may take the generic route after all, which decodes it): a caller checks what
+    /// it converted against what the loader answered, by the texts' addresses.
+    pub slice_sink: Option<SliceSink>,
+}
+
+/// Where [`LoadOptions::slice_sink`] tells of slices: a function called on the loading
+/// thread, which should only hand the slice on (its [`SliceJson::shared_text`]).
+#[derive(Clone)]
+pub struct SliceSink(Arc<dyn Fn(&SliceJson) + Send + Sync>);
+
+impl SliceSink {
+    pub fn new(tell: impl Fn(&SliceJson) + Send + Sync + 'static) -> Self {
+        SliceSink(Arc::new(tell))
+    }
+
+    fn tell(&self, slice: &SliceJson) {
+        (self.0)(slice);
+    }
+}
+
+impl std::fmt::Debug for SliceSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SliceSink")
+    }
 }
 
 impl Default for LoadOptions {
@@ -63,6 +92,7 @@ impl Default for LoadOptions {
             max_file_bytes: 1 << 30,
             threads: 0,
             defer_slices: false,
+            slice_sink: None,
         }
     }
 }
@@ -459,7 +489,7 @@ fn parse_json_pieces(
     // Per-node lines come from parsing a chunk as YAML, which fails for a stream of two or
     // more JSON values; a piece holding one value must not do better than its stream would.
     map_in_order(&pieces, threads, 1, |piece| {
-        json_direct(file, source, *piece, options, &OnceLock::from(None))
+        json_direct(file, source, *piece, options, &OnceLock::from(None), None)
     })
     .into_iter()
     .collect()
@@ -474,9 +504,11 @@ fn parse_chunks(
     threads: usize,
 ) -> Vec<ChunkOutput> {
     if threads <= 1 {
+        // One thread reads the chunks in input order: the order the sink promises.
+        let sink = options.slice_sink.as_ref();
         return chunks
             .iter()
-            .map(|chunk| parse_chunk(file, source, *chunk, options))
+            .map(|chunk| parse_chunk(file, source, *chunk, options, sink))
             .collect();
     }
     // Contiguous, byte-balanced ranges of chunks, several per thread.
@@ -500,7 +532,7 @@ fn parse_chunks(
     let parts: Vec<&[Chunk<'_>]> = ranges.into_iter().map(|range| &chunks[range]).collect();
     map_in_order(&parts, threads, 1, |part| {
         part.iter()
-            .map(|chunk| parse_chunk(file, source, *chunk, options))
+            .map(|chunk| parse_chunk(file, source, *chunk, options, None))
             .collect::<Vec<_>>()
     })
     .into_iter()
@@ -556,13 +588,14 @@ fn parse_chunk(
     source: &Arc<String>,
     chunk: Chunk<'_>,
     options: &LoadOptions,
+    sink: Option<&SliceSink>,
 ) -> ChunkOutput {
     // JSON (what `kubectl get -o json` and `dra gen -o json` print) is parsed by serde_json,
     // an order of magnitude faster than the YAML parser. Lists go through the YAML parser,
     // which knows the line of every item; so does anything serde_json rejects, to get
     // YAML's error message. serde_json bounds nesting itself (128 levels).
     if chunk.text.trim_start().starts_with(['{', '['])
-        && let Some(output) = json_direct(file, source, chunk, options, &OnceLock::new())
+        && let Some(output) = json_direct(file, source, chunk, options, &OnceLock::new(), sink)
     {
         return output;
     }
@@ -669,13 +702,15 @@ fn json_stream(text: &str) -> Result<Vec<(u32, DocRoot)>, (String, u32)> {
 /// generic way: it is not a JSON stream, or a document has items whose lines only the
 /// YAML parser records.
 ///
-/// `lines` holds the chunk's per-node lines once a conversion error asks for them.
+/// `lines` holds the chunk's per-node lines once a conversion error asks for them; `sink` is
+/// told of each deferred slice as it is found ([`LoadOptions::slice_sink`]).
 fn json_direct(
     file: &Arc<str>,
     source: &Arc<String>,
     chunk: Chunk<'_>,
     options: &LoadOptions,
     lines: &OnceLock<Option<Vec<LineTree>>>,
+    sink: Option<&SliceSink>,
 ) -> Option<ChunkOutput> {
     let text = chunk.text;
     let mut output = ChunkOutput::default();
@@ -723,6 +758,9 @@ fn json_direct(
         if options.defer_slices
             && let Some(json) = deferred_slice(&head, source, doc_text, end_unchecked)
         {
+            if let Some(sink) = sink {
+                sink.tell(&json);
+            }
             output.objects.push(Decoded {
                 source: ctx.source(doc_line),
                 object: Item::SliceJson(Box::new(json)),

@@ -1,0 +1,121 @@
+//! Converting the input's ResourceSlices while the loader is still reading the rest of it.
+//!
+//! A JSON stream of a device cluster is mostly slices, which the loader only finds
+//! ([`dra_api::LoadOptions::defer_slices`]) and the index converts (`dra_alloc::slice_json`):
+//! read one after the other, the two are two thirds of a small simulation's time on its main
+//! thread. Here the loader tells a queue of each slice it finds
+//! ([`dra_api::LoadOptions::slice_sink`]); a helper thread converts them from the front of the
+//! queue as they come, while the loader goes on with the pods; once the loader is done, its
+//! thread converts the back half of what is left. The two runs, helper's first, are the
+//! snapshot's slices in input order, which the index checks before it takes them
+//! ([`dra_alloc::SliceRunAhead`]); the index, and every answer, is the same as without.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+
+use dra_alloc::SliceRunAhead;
+use dra_api::{SliceSink, SliceText};
+
+/// The slices found so far, and how far the helper has come.
+#[derive(Default)]
+struct Queue {
+    texts: Vec<SliceText>,
+    /// The next text the helper converts.
+    next: usize,
+    /// Where the helper stops: set once loading is done and the rest is shared out.
+    end: Option<usize>,
+    /// The helper waits for a text (only then is it woken: a wake-up is a system call).
+    helper_waits: bool,
+}
+
+/// The queue between the loader and the helper that converts slices.
+#[derive(Default)]
+pub struct SlicesAhead {
+    queue: Mutex<Queue>,
+    ready: Condvar,
+}
+
+impl SlicesAhead {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // The queue stays consistent at every unlock; a panic elsewhere is re-raised by the
+        // scope that joins the helper.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What the loader tells of each slice it keeps as text.
+    pub fn sink(self: &Arc<Self>) -> SliceSink {
+        let ahead = Arc::clone(self);
+        SliceSink::new(move |slice| ahead.push(slice.shared_text()))
+    }
+
+    fn push(&self, text: SliceText) {
+        let mut queue = self.lock();
+        queue.texts.push(text);
+        if queue.helper_waits {
+            queue.helper_waits = false;
+            drop(queue);
+            self.ready.notify_one();
+        }
+    }
+
+    /// The helper's work: converts slices from the front of the queue, waiting for more,
+    /// until loading is done and the rest is shared out ([`SlicesAhead::finish`]).
+    /// `room`: bytes of slice text to make room for (the whole input's, as the index keeps
+    /// this run's list of devices and appends the caller's).
+    pub fn convert_front(&self, room: usize) -> SliceRunAhead {
+        let mut run = SliceRunAhead::with_room_for_text(0);
+        while let Some(text) = self.next_for_helper() {
+            if run.is_empty() {
+                // Room only once there are slices to convert: an input read in parallel
+                // pieces tells of none.
+                run = SliceRunAhead::with_room_for_text(room);
+            }
+            run.push(text.text(), text.end_unchecked());
+        }
+        run
+    }
+
+    fn next_for_helper(&self) -> Option<SliceText> {
+        let mut queue = self.lock();
+        loop {
+            let end = queue.end.unwrap_or(queue.texts.len());
+            if queue.next < end {
+                queue.next += 1;
+                return Some(queue.texts[queue.next - 1].clone());
+            }
+            if queue.end.is_some() {
+                return None;
+            }
+            queue.helper_waits = true;
+            queue = self
+                .ready
+                .wait(queue)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Called by the loading thread once loading is done: the helper stops at the middle of
+    /// the slices it has not begun, and the back half is the caller's to convert
+    /// ([`convert`]).
+    pub fn finish(&self) -> Vec<SliceText> {
+        let mut queue = self.lock();
+        let middle = queue.next + (queue.texts.len() - queue.next) / 2;
+        queue.end = Some(middle);
+        let back = queue.texts.split_off(middle);
+        let wake = std::mem::take(&mut queue.helper_waits);
+        drop(queue);
+        if wake {
+            self.ready.notify_one();
+        }
+        back
+    }
+}
+
+/// Converts `texts` in order, as one run.
+pub fn convert(texts: &[SliceText]) -> SliceRunAhead {
+    let mut run =
+        SliceRunAhead::with_room_for_text(texts.iter().map(|text| text.text().len()).sum());
+    for text in texts {
+        run.push(text.text(), text.end_unchecked());
+    }
+    run
+}
