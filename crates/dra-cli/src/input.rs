@@ -6,9 +6,9 @@ use std::sync::Arc;
 use dra_alloc::{IndexErrorKind, SliceRunAhead};
 use dra_api::{Diagnostic, LoadOptions, Loaded};
 use dra_sim::{SimError, SimInput, Snapshot};
-use dra_types::parallel::spawn_beside;
 
 use crate::Failure;
+use crate::helper::Helper;
 use crate::output::Out;
 use crate::slices_ahead::{self, SlicesAhead};
 
@@ -59,10 +59,15 @@ pub fn snapshot(loaded: &Loaded) -> Result<Snapshot, Failure> {
 /// file and line, so the outcome is the usual route's in every case. Standard input cannot
 /// be read twice and always takes the usual route.
 ///
-/// Slices found are converted while the rest is read ([`crate::slices_ahead`]).
-pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot), Failure> {
+/// Slices found are converted while the rest is read, on `helper` and this thread
+/// ([`crate::slices_ahead`]).
+pub fn load_snapshot(
+    out: &Out,
+    files: &[PathBuf],
+    helper: &Helper,
+) -> Result<(Loaded, Snapshot), Failure> {
     if !files.is_empty() && files.iter().all(|f| f.as_os_str() != "-") {
-        let (loaded, ahead) = load_converting_slices(files)?;
+        let (loaded, ahead) = load_converting_slices(files, helper)?;
         if !loaded.has_errors() {
             match Snapshot::with_slices_ahead(&SimInput::from_cluster(&loaded.cluster), ahead) {
                 Ok(snapshot) => {
@@ -83,11 +88,14 @@ pub fn load_snapshot(out: &Out, files: &[PathBuf]) -> Result<(Loaded, Snapshot),
     Ok((loaded, snapshot))
 }
 
-/// Loads `files` for [`load_snapshot`], converting the slices found on a helper thread and,
-/// once loading is done, on this one too ([`crate::slices_ahead`]); the runs are empty where
+/// Loads `files` for [`load_snapshot`], converting the slices found on `helper` and, once
+/// loading is done, on this thread too ([`crate::slices_ahead`]); the runs are empty where
 /// the loader told of no slice (YAML, large inputs read in parallel pieces) and are not
 /// converted when the input has errors.
-fn load_converting_slices(files: &[PathBuf]) -> Result<(Loaded, Vec<SliceRunAhead>), Failure> {
+fn load_converting_slices(
+    files: &[PathBuf],
+    helper: &Helper,
+) -> Result<(Loaded, Vec<SliceRunAhead>), Failure> {
     // Room for the devices of all the input's text: only the run converted first keeps its
     // list (as the index's), and it cannot know how many slices will come.
     let input_bytes: usize = files
@@ -100,23 +108,23 @@ fn load_converting_slices(files: &[PathBuf]) -> Result<(Loaded, Vec<SliceRunAhea
         slice_sink: Some(ahead.sink()),
         ..snapshot_load_options()
     };
-    std::thread::scope(|scope| {
-        let helper = spawn_beside(scope, || ahead.convert_front(input_bytes));
-        let loaded = dra_api::load_paths(files, &options);
-        let back = ahead.finish();
-        crate::timings::mark("load");
-        let back = match &loaded {
-            Ok(loaded) if !loaded.has_errors() => slices_ahead::convert(&back),
-            _ => slices_ahead::convert(&[]),
-        };
-        let front = match helper.join() {
-            Ok(front) => front,
-            // A panic in the helper is a bug; re-raise it on this thread.
-            Err(payload) => std::panic::resume_unwind(payload),
-        };
-        let loaded = loaded.map_err(|e| Failure::Input(e.to_string()))?;
-        Ok((loaded, vec![front, back]))
-    })
+    let front = {
+        let ahead = Arc::clone(&ahead);
+        helper.run(move || ahead.convert_front(input_bytes))
+    };
+    let loaded = dra_api::load_paths(files, &options);
+    let slices = match &loaded {
+        Ok(loaded) if !loaded.has_errors() => {
+            Some(loaded.cluster.resource_slices.len() + loaded.cluster.slice_docs.len())
+        }
+        _ => None,
+    };
+    let back = ahead.finish(slices);
+    crate::timings::mark("load");
+    let back = slices_ahead::convert(&back);
+    let front = front.join();
+    let loaded = loaded.map_err(|e| Failure::Input(e.to_string()))?;
+    Ok((loaded, vec![front, back]))
 }
 
 /// How [`load_snapshot`] first reads files (and `dra bench` its generated input): slices kept
@@ -185,7 +193,8 @@ mod tests {
     #[test]
     fn slices_are_converted_while_loading() {
         let file = file_with("stream.json", &slice_stream(40));
-        let (loaded, runs) = load_converting_slices(std::slice::from_ref(&file)).expect("loads");
+        let (loaded, runs) =
+            load_converting_slices(std::slice::from_ref(&file), &Helper::start()).expect("loads");
         std::fs::remove_file(&file).ok();
         assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
         assert_eq!(loaded.cluster.pods.len(), 1);
@@ -200,12 +209,33 @@ mod tests {
             .map(|line| format!("---\n{line}\n"))
             .collect();
         let file = file_with("stream.yaml", &yaml);
-        let (loaded, runs) = load_converting_slices(std::slice::from_ref(&file)).expect("loads");
-        std::fs::remove_file(&file).ok();
+        let (loaded, runs) =
+            load_converting_slices(std::slice::from_ref(&file), &Helper::start()).expect("loads");
         assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
         let input = SimInput::from_cluster(&loaded.cluster);
         assert_eq!(input.slices.len(), 3);
         assert!(runs.iter().all(SliceRunAhead::is_empty));
         assert!(!SliceRunAhead::fit(&runs, &input.slices, &[]));
+
+        // JSON and YAML together: the loader told of the JSON's slices only, which this
+        // thread then does not convert.
+        let other = slice_stream(40)
+            .replace("node-", "other-")
+            .replace(r#""name":"p""#, r#""name":"q""#);
+        let json = file_with("mixed.json", &other);
+        let (loaded, runs) =
+            load_converting_slices(&[json.clone(), file.clone()], &Helper::start()).expect("loads");
+        std::fs::remove_file(&file).ok();
+        std::fs::remove_file(&json).ok();
+        assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
+        let input = SimInput::from_cluster(&loaded.cluster);
+        assert_eq!(input.slices.len(), 43);
+        assert!(
+            runs[1].is_empty(),
+            "this thread converted {}",
+            runs[1].len()
+        );
+        assert!(!SliceRunAhead::fit(&runs, &input.slices, &[]));
+        Snapshot::with_slices_ahead(&input, runs).expect("indexes");
     }
 }

@@ -11,6 +11,7 @@
 pub mod cli;
 mod commands;
 mod hand_over;
+mod helper;
 mod input;
 mod output;
 mod slices_ahead;

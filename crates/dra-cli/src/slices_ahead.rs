@@ -93,14 +93,22 @@ impl SlicesAhead {
         }
     }
 
-    /// Called by the loading thread once loading is done: the helper stops at the middle of
-    /// the slices it has not begun, and the back half is the caller's to convert
-    /// ([`convert`]).
-    pub fn finish(&self) -> Vec<SliceText> {
+    /// Called by the loading thread once loading is done, with how many slices the input
+    /// has: the helper stops at the middle of the slices it has not begun, and the back half
+    /// is the caller's to convert ([`convert`]). When the loader told of fewer slices (some
+    /// were read in parallel pieces, or as YAML), the runs cannot be the index's, and when
+    /// the input is not to be indexed (`None`: it has errors) they are not wanted: the helper
+    /// stops after the slice at hand, and the caller gets none.
+    pub fn finish(&self, slices: Option<usize>) -> Vec<SliceText> {
         let mut queue = self.lock();
-        let middle = queue.next + (queue.texts.len() - queue.next) / 2;
-        queue.end = Some(middle);
-        let back = queue.texts.split_off(middle);
+        let back = if Some(queue.texts.len()) == slices {
+            let middle = queue.next + (queue.texts.len() - queue.next) / 2;
+            queue.end = Some(middle);
+            queue.texts.split_off(middle)
+        } else {
+            queue.end = Some(queue.next);
+            Vec::new()
+        };
         let wake = std::mem::take(&mut queue.helper_waits);
         drop(queue);
         if wake {

@@ -7,6 +7,7 @@
 
 use std::cell::Cell;
 use std::io::{BufWriter, Stdout};
+use std::sync::Arc;
 use std::thread::Thread;
 
 use dra_sim::scheduler::{Eviction, Simulation};
@@ -19,20 +20,23 @@ use serde::ser::{Error as _, Serialize, SerializeSeq, SerializeStruct, Serialize
 use crate::Failure;
 use crate::cli::{NodePick, OutputFormat, SimulateArgs};
 use crate::commands::table;
+use crate::helper::Helper;
 use crate::input;
 use crate::output::{Out, json_stdout, write_json};
 
 pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
     // The snapshot holds what the simulation needs of the slices, which are most of a large
     // cluster's memory; only `-o yaml` prints them again (and needs them as objects).
-    let (loaded, snapshot) = if out.format == OutputFormat::Yaml {
+    let (loaded, snapshot, helper) = if out.format == OutputFormat::Yaml {
         let loaded = input::load(out, &args.inputs.files)?;
         let snapshot = input::snapshot(&loaded)?;
-        (loaded, snapshot)
+        (loaded, snapshot, None)
     } else {
-        let (mut loaded, snapshot) = input::load_snapshot(out, &args.inputs.files)?;
+        // Converts slices while the input is read, then writes the first-fit document.
+        let helper = Helper::start();
+        let (mut loaded, snapshot) = input::load_snapshot(out, &args.inputs.files, &helper)?;
         crate::leave_to_exit(crate::take_slices(&mut loaded.cluster));
-        (loaded, snapshot)
+        (loaded, snapshot, Some(helper))
     };
     let sim_input = SimInput::from_cluster(&loaded.cluster);
     let model_pick = match args.node_pick {
@@ -41,8 +45,10 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
         NodePick::MostAllocated => Some(dra_sim::NodePick::MostAllocated),
     };
     let result = match model_pick {
-        None => run_reference(out, &sim_input, &snapshot),
+        None => run_reference(out, &sim_input, &snapshot, helper),
         Some(pick) => {
+            // The model's threads filter nodes beside this one; the helper would only wait.
+            drop(helper);
             let options = SimOptions {
                 node_pick: pick,
                 threads: args.threads,
@@ -88,10 +94,16 @@ fn run_model(
 /// The conformance reference loop. Its document is the answer, pending pods included, so it
 /// exits 0 whenever it ran: `conformance/compare.py` treats any other exit code as a failed
 /// case.
-fn run_reference(out: &Out, input: &SimInput<'_>, snapshot: &Snapshot) -> Result<(), Failure> {
+fn run_reference(
+    out: &Out,
+    input: &SimInput<'_>,
+    snapshot: &Snapshot,
+    helper: Option<Helper>,
+) -> Result<(), Failure> {
     if out.format == OutputFormat::Json {
-        return stream_reference(input, snapshot);
+        return stream_reference(input, snapshot, helper.unwrap_or_else(Helper::start));
     }
+    drop(helper);
     let report = dra_sim::run_first_fit_snapshot(input, snapshot)
         .map_err(|e| Failure::Input(e.to_string()))?;
     crate::timings::mark("simulate");
@@ -145,51 +157,51 @@ impl Drop for StopUnlessDone<'_> {
 /// runs, outcome by outcome as the loop decides them (writing it after the loop took 5-8%
 /// of a small run's time); the document is [`Report`]'s, byte for byte. Nothing is written unless
 /// the loop starts: its input errors come before the first outcome.
-fn stream_reference(input: &SimInput<'_>, snapshot: &Snapshot) -> Result<(), Failure> {
-    let hand_over = HandOver::default();
-    let hand_over = &hand_over;
-    // Made here, so that the writer thread allocates nothing.
+fn stream_reference(
+    input: &SimInput<'_>,
+    snapshot: &Snapshot,
+    helper: Helper,
+) -> Result<(), Failure> {
+    let hand_over = Arc::new(HandOver::default());
+    // Made here, so that the writer allocates nothing.
     let stdout = json_stdout();
-    std::thread::scope(|scope| {
-        let writer =
-            dra_types::parallel::spawn_beside(scope, move || write_handed(stdout, hand_over));
-        let writer_thread = writer.thread().clone();
-        let mut stop = StopUnlessDone {
-            hand_over,
-            writer: &writer_thread,
-            done: false,
-        };
-        let mut batch = Vec::with_capacity(HANDED_AT_ONCE);
-        let ran = dra_sim::run_first_fit_snapshot_each(input, snapshot, |outcome| {
-            batch.push(outcome);
-            if batch.len() == HANDED_AT_ONCE {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(HANDED_AT_ONCE));
-                hand_over.send(&writer_thread, Handed::Outcomes(full));
-            }
-        });
-        if let Ok(report) = &ran {
-            hand_over.send(&writer_thread, Handed::Outcomes(batch));
-            hand_over.send(
-                &writer_thread,
-                Handed::Done {
-                    steps: report.steps,
-                    allocate_calls: report.allocate_calls,
-                },
-            );
-            stop.done = true;
-            crate::timings::mark("simulate");
+    let writer = {
+        let hand_over = Arc::clone(&hand_over);
+        helper.run(move || write_handed(stdout, &hand_over))
+    };
+    let writer_thread = helper.thread();
+    let mut stop = StopUnlessDone {
+        hand_over: &hand_over,
+        writer: writer_thread,
+        done: false,
+    };
+    let mut batch = Vec::with_capacity(HANDED_AT_ONCE);
+    let ran = dra_sim::run_first_fit_snapshot_each(input, snapshot, |outcome| {
+        batch.push(outcome);
+        if batch.len() == HANDED_AT_ONCE {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(HANDED_AT_ONCE));
+            hand_over.send(writer_thread, Handed::Outcomes(full));
         }
-        drop(stop);
-        let written = match writer.join() {
-            Ok(written) => written,
-            // A panic in the writer is a bug; re-raise it on the caller's thread.
-            Err(payload) => std::panic::resume_unwind(payload),
-        };
-        let report = ran.map_err(|e| Failure::Input(e.to_string()))?;
-        crate::timings::mark("output");
-        crate::leave_to_exit(report);
-        written
-    })
+    });
+    if let Ok(report) = &ran {
+        hand_over.send(writer_thread, Handed::Outcomes(batch));
+        hand_over.send(
+            writer_thread,
+            Handed::Done {
+                steps: report.steps,
+                allocate_calls: report.allocate_calls,
+            },
+        );
+        stop.done = true;
+        crate::timings::mark("simulate");
+    }
+    drop(stop);
+    // A panic in the writer is a bug; it is raised again here.
+    let written = writer.join();
+    let report = ran.map_err(|e| Failure::Input(e.to_string()))?;
+    crate::timings::mark("output");
+    crate::leave_to_exit(report);
+    written
 }
 
 /// The writer thread of [`stream_reference`]: the document, once the loop hands over its

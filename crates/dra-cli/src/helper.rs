@@ -1,0 +1,140 @@
+//! One helper thread that runs a command's jobs one after another ([`Helper`]).
+//!
+//! `dra simulate` gives its helper work twice: converting slices while the input is read
+//! ([`crate::slices_ahead`]), then writing the first-fit JSON document while the loop runs.
+//! A thread per job cost the main thread its start each time (a new thread, and letting it
+//! move to the other CPU: about 0.1 ms here), and each new thread began its work only once
+//! the idle CPU it moved to had woken (0.1-0.4 ms, at times more). One thread, already on
+//! its CPU, with its memory already set up, takes the second job as soon as it is handed
+//! over: it looks for the next job busily for a while before it parks
+//! ([`HandOver::receive`]).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, sync_channel};
+use std::thread::Thread;
+
+use crate::hand_over::HandOver;
+
+/// What the helper is handed.
+enum Message {
+    Job(Box<dyn FnOnce() + Send>),
+    /// No more jobs: the helper ends.
+    Stop,
+}
+
+/// A helper thread beside the caller's ([`dra_types::parallel::spawn_beside_owned`]) that
+/// runs the jobs it is given, in order. Dropping it ends the thread once its jobs are done.
+pub struct Helper {
+    hand_over: Arc<HandOver<Message>>,
+    thread: Thread,
+}
+
+impl Helper {
+    pub fn start() -> Helper {
+        let hand_over = Arc::new(HandOver::default());
+        let theirs = Arc::clone(&hand_over);
+        let handle = dra_types::parallel::spawn_beside_owned(move || run_jobs(&theirs));
+        Helper {
+            hand_over,
+            thread: handle.thread().clone(),
+        }
+    }
+
+    /// The helper's thread (to wake it: [`HandOver::send`]).
+    pub fn thread(&self) -> &Thread {
+        &self.thread
+    }
+
+    /// Runs `work` on the helper once the jobs given before are done.
+    pub fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Job<T> {
+        // Room for the one result, made here: the job allocates nothing to hand it back.
+        let (sender, receiver) = sync_channel(1);
+        let job = move || {
+            // The receiver may be gone (its caller returned early); the result then is not
+            // wanted.
+            let _ = sender.send(std::panic::catch_unwind(AssertUnwindSafe(work)));
+        };
+        self.hand_over
+            .send(&self.thread, Message::Job(Box::new(job)));
+        Job { receiver }
+    }
+}
+
+impl Drop for Helper {
+    fn drop(&mut self) {
+        self.hand_over.send(&self.thread, Message::Stop);
+    }
+}
+
+/// The result of a job given to a [`Helper`].
+pub struct Job<T> {
+    receiver: Receiver<std::thread::Result<T>>,
+}
+
+impl<T> Job<T> {
+    /// Waits for the job's result; a panic in the job is raised again here.
+    pub fn join(self) -> T {
+        match self.receiver.recv() {
+            Ok(Ok(result)) => result,
+            Ok(Err(payload)) => std::panic::resume_unwind(payload),
+            // Every job sends before it is dropped, even when it panics: only a helper that
+            // stopped before running it gets here, which is a bug.
+            Err(_) => panic!("the helper thread stopped before running a job"),
+        }
+    }
+}
+
+/// The helper's loop.
+fn run_jobs(hand_over: &HandOver<Message>) {
+    while let Some(messages) = hand_over.receive() {
+        for message in messages {
+            match message {
+                Message::Job(job) => job(),
+                Message::Stop => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_run_in_order_on_one_thread() {
+        let helper = Helper::start();
+        let jobs: Vec<Job<(u32, std::thread::ThreadId)>> = (0..50)
+            .map(|n| helper.run(move || (n, std::thread::current().id())))
+            .collect();
+        let results: Vec<_> = jobs.into_iter().map(Job::join).collect();
+        assert_eq!(
+            results.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            (0..50).collect::<Vec<_>>()
+        );
+        let thread = results[0].1;
+        assert_ne!(thread, std::thread::current().id());
+        assert!(results.iter().all(|(_, id)| *id == thread), "one thread");
+        assert_eq!(helper.thread().id(), thread);
+    }
+
+    /// A job handed over after the helper parked wakes it.
+    #[test]
+    fn a_parked_helper_takes_the_next_job() {
+        let helper = Helper::start();
+        assert_eq!(helper.run(|| 1).join(), 1);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(helper.run(|| 2).join(), 2);
+    }
+
+    #[test]
+    fn a_panic_in_a_job_is_raised_where_it_is_joined() {
+        let helper = Helper::start();
+        let job = helper.run(|| -> u32 { panic!("job failed") });
+        let raised = std::panic::catch_unwind(AssertUnwindSafe(|| job.join()));
+        let payload = raised.expect_err("the panic comes back");
+        assert_eq!(payload.downcast_ref::<&str>(), Some(&"job failed"));
+        // The helper goes on with the next job.
+        assert_eq!(helper.run(|| 3).join(), 3);
+    }
+}
