@@ -34,6 +34,44 @@ fn version_and_help_succeed() {
     }
 }
 
+/// Each command's help opens with the line `dra --help` lists it with (its arguments are
+/// defined only when it is given, after that line, and must not replace it), and every
+/// command, nested ones too, still knows its global flags.
+#[test]
+fn each_commands_help_opens_with_its_own_summary() {
+    let commands = |args: &[&str]| -> Vec<(String, String)> {
+        let help = text(&dra(args).stdout);
+        help.lines()
+            .skip_while(|line| *line != "Commands:")
+            .skip(1)
+            .take_while(|line| !line.is_empty())
+            .filter_map(|line| {
+                let (name, summary) = line.trim_start().split_once(' ')?;
+                Some((name.to_string(), summary.trim().to_string()))
+            })
+            .filter(|(name, _)| name != "help")
+            .collect()
+    };
+    let top = commands(&["--help"]);
+    assert!(top.len() >= 9, "{top:?}");
+    for (name, summary) in &top {
+        let mut listed = vec![(vec![name.clone()], summary.clone())];
+        for (nested, nested_summary) in commands(&[name, "--help"]) {
+            listed.push((vec![name.clone(), nested], nested_summary));
+        }
+        for (path, summary) in listed {
+            let mut args: Vec<&str> = path.iter().map(String::as_str).collect();
+            args.push("--help");
+            let out = dra(&args);
+            assert_eq!(out.status.code(), Some(0), "{args:?}");
+            let help = text(&out.stdout);
+            let first = help.lines().next().unwrap_or_default();
+            assert_eq!(first.trim_end_matches('.'), summary, "{args:?}");
+            assert!(help.contains("--output"), "{args:?} lacks the global flags");
+        }
+    }
+}
+
 /// build.rs links the executables at a fixed address on GNU/Linux: the ELF header's type
 /// is `ET_EXEC` (2), not the position-independent `ET_DYN` (3), so the loader has no
 /// pointers to patch at start.
