@@ -36,8 +36,8 @@ pub struct SlicesAhead {
 
 impl SlicesAhead {
     fn lock(&self) -> MutexGuard<'_, Queue> {
-        // The queue stays consistent at every unlock; a panic elsewhere is re-raised by the
-        // scope that joins the helper.
+        // The queue stays consistent at every unlock; a panic in the helper's conversion is
+        // raised again where its job is joined.
         self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
