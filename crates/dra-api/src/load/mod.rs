@@ -70,6 +70,7 @@ pub struct LoadOptions {
 pub struct SliceSink(Arc<dyn Fn(&SliceJson) + Send + Sync>);
 
 impl SliceSink {
+    /// A sink that calls `tell` with each slice found.
     pub fn new(tell: impl Fn(&SliceJson) + Send + Sync + 'static) -> Self {
         SliceSink(Arc::new(tell))
     }
