@@ -113,8 +113,10 @@ fn load_converting_slices(
         helper.run(move || ahead.convert_front(input_bytes))
     };
     let loaded = dra_api::load_paths(files, &options);
+    // Taint rules add to the devices they select as the index converts them, which runs
+    // converted ahead cannot have done (`SliceRunAhead::fit`): no use converting more then.
     let slices = match &loaded {
-        Ok(loaded) if !loaded.has_errors() => {
+        Ok(loaded) if !loaded.has_errors() && loaded.cluster.device_taint_rules.is_empty() => {
             Some(loaded.cluster.resource_slices.len() + loaded.cluster.slice_docs.len())
         }
         _ => None,
@@ -236,6 +238,28 @@ mod tests {
             runs[1].len()
         );
         assert!(!SliceRunAhead::fit(&runs, &input.slices, &[]));
+        Snapshot::with_slices_ahead(&input, runs).expect("indexes");
+
+        // With a DeviceTaintRule the runs cannot fit either: this thread converts nothing.
+        let rule = r#"{"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule","metadata":{"name":"r"},"spec":{"deviceSelector":{"driver":"gpu.example.com"},"taint":{"key":"example.com/broken","effect":"NoSchedule"}}}"#;
+        let tainted = file_with("tainted.json", &format!("{}{rule}\n", slice_stream(40)));
+        let (loaded, runs) =
+            load_converting_slices(std::slice::from_ref(&tainted), &Helper::start())
+                .expect("loads");
+        std::fs::remove_file(&tainted).ok();
+        assert!(!loaded.has_errors(), "{:?}", loaded.diagnostics);
+        assert_eq!(loaded.cluster.device_taint_rules.len(), 1);
+        let input = SimInput::from_cluster(&loaded.cluster);
+        assert!(
+            runs[1].is_empty(),
+            "this thread converted {}",
+            runs[1].len()
+        );
+        assert!(!SliceRunAhead::fit(
+            &runs,
+            &input.slices,
+            &input.taint_rules
+        ));
         Snapshot::with_slices_ahead(&input, runs).expect("indexes");
     }
 }
