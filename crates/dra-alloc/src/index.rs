@@ -499,6 +499,25 @@ struct PreparedRun {
     devices: Vec<DeviceEntry>,
 }
 
+impl PreparedRun {
+    /// Prepares `slice` ([`prepare_input`]) as the run's next, its strings shared through the
+    /// run's `strings`.
+    fn push(
+        &mut self,
+        slice: &SliceInput<'_>,
+        taint_rules: &[&DeviceTaintRule],
+        strings: &mut Interner,
+    ) {
+        let before = self.devices.len();
+        let prepared = prepare_input(slice, taint_rules, strings, &mut self.devices);
+        if prepared.is_err() {
+            // A failed slice leaves no devices behind for the next one's place.
+            self.devices.truncate(before);
+        }
+        self.slices.push(prepared);
+    }
+}
+
 /// Below this many devices per thread, converting them costs less than starting a thread: a
 /// second thread takes a fresh 2 MiB huge page for its heap, which the kernel zeroes, and
 /// wakes a second core. Measured once helpers started at once (BENCHMARKS.md, "Helpers that
@@ -545,20 +564,14 @@ fn prepare_slices(
         .max(1);
     let prepare_run = |run: &[SliceInput<'_>], room: usize| {
         let mut strings = Interner::default();
-        let mut devices = Vec::with_capacity(room);
-        let slices = run
-            .iter()
-            .map(|slice| {
-                let before = devices.len();
-                let prepared = prepare_input(slice, taint_rules, &mut strings, &mut devices);
-                if prepared.is_err() {
-                    // A failed slice leaves no devices behind for the next one's place.
-                    devices.truncate(before);
-                }
-                prepared
-            })
-            .collect();
-        PreparedRun { slices, devices }
+        let mut prepared = PreparedRun {
+            slices: Vec::with_capacity(run.len()),
+            devices: Vec::with_capacity(room),
+        };
+        for slice in run {
+            prepared.push(slice, taint_rules, &mut strings);
+        }
+        prepared
     };
     if threads == 1 {
         return vec![prepare_run(slices, total)];
@@ -609,9 +622,16 @@ fn prepare_slices(
 pub struct SliceRunAhead {
     run: PreparedRun,
     strings: Interner,
-    /// Per slice: the text's address and length, and whether it was a
-    /// [`SliceInput::JsonToLineEnd`].
-    texts: Vec<(usize, usize, bool)>,
+    /// Per slice, which text it was converted from ([`text_key`]).
+    texts: Vec<TextKey>,
+}
+
+/// A slice text's address and length, and whether it was a [`SliceInput::JsonToLineEnd`]:
+/// which text of the input a slice converted ahead came from.
+type TextKey = (usize, usize, bool);
+
+fn text_key(text: &str, to_line_end: bool) -> TextKey {
+    (text.as_ptr() as usize, text.len(), to_line_end)
 }
 
 impl SliceRunAhead {
@@ -638,16 +658,8 @@ impl SliceRunAhead {
         } else {
             SliceInput::Json(text)
         };
-        let devices = &mut self.run.devices;
-        let before = devices.len();
-        let prepared = prepare_input(&slice, &[], &mut self.strings, devices);
-        if prepared.is_err() {
-            // A failed slice leaves no devices behind for the next one's place.
-            devices.truncate(before);
-        }
-        self.run.slices.push(prepared);
-        self.texts
-            .push((text.as_ptr() as usize, text.len(), to_line_end));
+        self.run.push(&slice, &[], &mut self.strings);
+        self.texts.push(text_key(text, to_line_end));
     }
 
     /// How many slices the run holds.
@@ -679,7 +691,7 @@ impl SliceRunAhead {
                 SliceInput::Json(text) => (text, false),
                 SliceInput::JsonToLineEnd(text) => (text, true),
             };
-            texts.next() == Some(&(text.as_ptr() as usize, text.len(), to_line_end))
+            texts.next() == Some(&text_key(text, to_line_end))
         }) && texts.next().is_none()
     }
 }
