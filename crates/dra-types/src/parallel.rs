@@ -212,10 +212,7 @@ where
         keep_off(cpu);
         work()
     });
-    if cpu.is_some() {
-        // As in `spawn_off`: let it run now, to move itself away.
-        std::thread::yield_now();
-    }
+    let_it_move(cpu);
     handle
 }
 
@@ -233,6 +230,12 @@ where
         keep_off(cpu);
         work()
     });
+    let_it_move(cpu);
+    handle
+}
+
+/// Called by the starter of a thread that keeps off `cpu` (the starter's).
+fn let_it_move(cpu: Option<usize>) {
     if cpu.is_some() {
         // The new thread waits on this CPU's queue until this thread blocks or a balancing
         // tick moves it, which in a run of a few milliseconds was mostly at the end (traced:
@@ -241,7 +244,6 @@ where
         // goes on: 0.04 ms.
         std::thread::yield_now();
     }
-    handle
 }
 
 thread_local! {
