@@ -512,10 +512,10 @@ impl ClaimStore {
         made: &mut MadeClaims,
     ) -> Option<String> {
         let owner_uid = pod.metadata.uid.as_deref().unwrap_or_default();
+        let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
         let claim = match made.take_claim(&key, template_name, pod_claim_name, owner_uid) {
             Some(claim) => claim,
             None if self.lean => {
-                let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
                 return self
                     .make_from_template(
                         &key.0,
@@ -529,7 +529,6 @@ impl ClaimStore {
             }
             None => {
                 let template = self.templates.get(&key.0, template_name)?;
-                let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
                 Box::new(claim_from_template(
                     template,
                     &key.0,
