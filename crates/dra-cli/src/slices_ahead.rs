@@ -62,16 +62,14 @@ impl SlicesAhead {
     /// `room`: bytes of slice text to make room for (the whole input's, as the index keeps
     /// this run's list of devices and appends the caller's).
     pub fn convert_front(&self, room: usize) -> SliceRunAhead {
-        let mut run = SliceRunAhead::with_room_for_text(0);
+        // Made with its room only once there is a slice to convert: an input read in
+        // parallel pieces tells of none.
+        let mut run = None;
         while let Some(text) = self.next_for_helper() {
-            if run.is_empty() {
-                // Room only once there are slices to convert: an input read in parallel
-                // pieces tells of none.
-                run = SliceRunAhead::with_room_for_text(room);
-            }
-            run.push(text.text(), text.end_unchecked());
+            run.get_or_insert_with(|| SliceRunAhead::with_room_for_text(room))
+                .push(text.text(), text.end_unchecked());
         }
-        run
+        run.unwrap_or_else(|| SliceRunAhead::with_room_for_text(0))
     }
 
     fn next_for_helper(&self) -> Option<SliceText> {
