@@ -238,6 +238,58 @@ pub enum SliceDoc {
 #[derive(Clone)]
 pub struct SliceJson {
     pub metadata: ObjectMeta,
+    text: SliceText,
+}
+
+impl SliceJson {
+    /// The document at `range` of `source`; `None` when `range` is not a part of it that
+    /// starts and ends between characters.
+    pub fn new(metadata: ObjectMeta, source: Arc<String>, range: Range<usize>) -> Option<Self> {
+        source.get(range.clone())?;
+        Some(SliceJson {
+            metadata,
+            text: SliceText {
+                source,
+                range,
+                end_unchecked: false,
+            },
+        })
+    }
+
+    /// The same document, its end taken from where its line ends (see
+    /// [`SliceJson::end_unchecked`]).
+    pub(crate) fn with_end_unchecked(mut self) -> Self {
+        self.text.end_unchecked = true;
+        self
+    }
+
+    /// Whether the loader took the document's end from where its line ends, the line's last
+    /// brace, without reading the `spec` before it, which was most of reading a slice twice.
+    /// Such a text is the document only if it reads as one whole ResourceSlice whose last
+    /// member is `spec`; a reader that finds otherwise must answer that the text does not
+    /// decode (`dra_alloc::IndexErrorKind::Decode`), and the input be loaded again without
+    /// deferring slices, which reads it all.
+    pub fn end_unchecked(&self) -> bool {
+        self.text.end_unchecked
+    }
+
+    /// The document's JSON text.
+    pub fn text(&self) -> &str {
+        self.text.text()
+    }
+
+    /// The document's text as a handle that shares the input it is part of (no copy), for
+    /// another thread: what a [`crate::SliceSink`] passes on.
+    pub fn shared_text(&self) -> SliceText {
+        self.text.clone()
+    }
+}
+
+/// The text of a slice kept as JSON ([`SliceJson::shared_text`]), owning a share of the input
+/// it is part of. Its [`SliceText::text`] is the very `&str` that [`SliceJson::text`] gives
+/// (the same address), so that a converter can tell which document it converted.
+#[derive(Clone)]
+pub struct SliceText {
     /// The whole input the document was read from, shared by its slices: copying each
     /// slice's part out of it was most of a large load's memory traffic.
     source: Arc<String>,
@@ -248,69 +300,10 @@ pub struct SliceJson {
     end_unchecked: bool,
 }
 
-impl SliceJson {
-    /// The document at `range` of `source`; `None` when `range` is not a part of it that
-    /// starts and ends between characters.
-    pub fn new(metadata: ObjectMeta, source: Arc<String>, range: Range<usize>) -> Option<Self> {
-        source.get(range.clone())?;
-        Some(SliceJson {
-            metadata,
-            source,
-            range,
-            end_unchecked: false,
-        })
-    }
-
-    /// The same document, its end taken from where its line ends (see
-    /// [`SliceJson::end_unchecked`]).
-    pub(crate) fn with_end_unchecked(self) -> Self {
-        SliceJson {
-            end_unchecked: true,
-            ..self
-        }
-    }
-
-    /// Whether the loader took the document's end from where its line ends, the line's last
-    /// brace, without reading the `spec` before it, which was most of reading a slice twice.
-    /// Such a text is the document only if it reads as one whole ResourceSlice whose last
-    /// member is `spec`; a reader that finds otherwise must answer that the text does not
-    /// decode (`dra_alloc::IndexErrorKind::Decode`), and the input be loaded again without
-    /// deferring slices, which reads it all.
-    pub fn end_unchecked(&self) -> bool {
-        self.end_unchecked
-    }
-
-    /// The document's JSON text.
-    pub fn text(&self) -> &str {
-        // Checked by `new`; the source is never changed.
-        self.source.get(self.range.clone()).unwrap_or_default()
-    }
-
-    /// The document's text as a handle that shares the input it is part of (no copy), for
-    /// another thread: what a [`crate::SliceSink`] passes on.
-    pub fn shared_text(&self) -> SliceText {
-        SliceText {
-            source: Arc::clone(&self.source),
-            range: self.range.clone(),
-            end_unchecked: self.end_unchecked,
-        }
-    }
-}
-
-/// The text of a slice kept as JSON ([`SliceJson::shared_text`]), owning a share of the input
-/// it is part of. Its [`SliceText::text`] is the very `&str` that [`SliceJson::text`] gives
-/// (the same address), so that a converter can tell which document it converted.
-#[derive(Clone)]
-pub struct SliceText {
-    source: Arc<String>,
-    range: Range<usize>,
-    end_unchecked: bool,
-}
-
 impl SliceText {
     /// The document's JSON text.
     pub fn text(&self) -> &str {
-        // Made from a `SliceJson`, whose range `new` checked.
+        // Checked by `SliceJson::new`; the source is never changed.
         self.source.get(self.range.clone()).unwrap_or_default()
     }
 
