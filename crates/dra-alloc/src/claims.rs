@@ -13,6 +13,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClaimConfiguration, DeviceRequest, DeviceToleration, ExactDeviceRequest, ResourceClaim,
 };
 
+use crate::attributes::AttributeColumn;
 use crate::index::{ClassId, Index};
 use crate::selectors::SelSetId;
 
@@ -109,6 +110,84 @@ pub struct PreparedSpec {
     /// (sub)request the selector set and count. Claims with equal keys are rejected by the
     /// same nodes in the same state.
     pub(crate) fit_key: Vec<u64>,
+    /// Per constraint, what the search needs of it besides its kind (`None` for an empty
+    /// constraint).
+    pub(crate) constraint_plans: Vec<Option<ConstraintPlan>>,
+}
+
+/// A claim constraint as the search uses it, worked out when the claim is prepared rather
+/// than at every device the search tries.
+#[derive(Debug)]
+pub(crate) struct ConstraintPlan {
+    /// Where each device keeps the constraint's attribute.
+    pub(crate) column: Arc<AttributeColumn>,
+    /// `[request][subrequest]` (one entry for an exact request): whether the constraint
+    /// applies to the devices picked for it (its `requests` list is empty or names the
+    /// request, or the subrequest as `<request>/<subrequest>`).
+    pub(crate) applies: Vec<Vec<bool>>,
+}
+
+impl ConstraintPlan {
+    fn new(
+        index: &Index,
+        requests: &[PreparedRequest],
+        constraint: &ConstraintSpec,
+    ) -> Option<Self> {
+        let (names, attribute) = match constraint {
+            ConstraintSpec::MatchAttribute {
+                requests,
+                attribute,
+            }
+            | ConstraintSpec::DistinctAttribute {
+                requests,
+                attribute,
+            } => (requests, attribute),
+            ConstraintSpec::Empty => return None,
+        };
+        let applies = requests
+            .iter()
+            .map(|request| match &request.body {
+                RequestBody::FirstAvailable(subs) => subs
+                    .iter()
+                    .map(|sub| constraint_applies(names, &request.name, Some(&sub.name)))
+                    .collect(),
+                RequestBody::Exact(spec) => vec![constraint_applies(names, &spec.name, None)],
+                RequestBody::Unknown => Vec::new(),
+            })
+            .collect();
+        Some(ConstraintPlan {
+            column: index.attribute_column(attribute),
+            applies,
+        })
+    }
+
+    /// Whether the constraint applies to (sub)request `sub` of request `request`.
+    pub(crate) fn applies(&self, request: usize, sub: usize) -> bool {
+        self.applies
+            .get(request)
+            .and_then(|subs| subs.get(sub))
+            .copied()
+            .unwrap_or(false)
+    }
+}
+
+/// Whether a constraint listing `requests` applies to request `base` (or to its subrequest
+/// `sub`).
+fn constraint_applies(requests: &[String], base: &str, sub: Option<&str>) -> bool {
+    if requests.is_empty() {
+        return true;
+    }
+    if requests.iter().any(|r| r == base) {
+        return true;
+    }
+    // A subrequest is also named by "<request>/<subrequest>".
+    sub.is_some_and(|sub| {
+        requests.iter().any(|r| {
+            r.strip_prefix(base)
+                .and_then(|rest| rest.strip_prefix('/'))
+                .is_some_and(|rest| rest == sub)
+        })
+    })
 }
 
 impl std::ops::Deref for PreparedClaim {
@@ -194,9 +273,14 @@ impl PreparedSpec {
             .collect();
         let plain = is_plain(&requests, &constraints);
         let fit_key = fit_key(&requests);
+        let constraint_plans = constraints
+            .iter()
+            .map(|c| ConstraintPlan::new(index, &requests, c))
+            .collect();
         PreparedSpec {
             plain,
             fit_key,
+            constraint_plans,
             requests,
             constraints,
             config: devices.and_then(|d| d.config.clone()).unwrap_or_default(),
@@ -356,5 +440,72 @@ fn prepare_spec(index: &Index, fields: SpecFields<'_>) -> RequestSpec {
         admin_access: fields.admin_access,
         tolerations: fields.tolerations.to_vec(),
         capacity,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::{IndexInput, IndexOptions};
+
+    /// Which (sub)requests a constraint holds, worked out once per claim: all with an empty
+    /// list; a request by its name, with all its subrequests; one subrequest by
+    /// `<request>/<subrequest>`.
+    #[test]
+    fn constraint_plans_apply_to_the_requests_they_name() {
+        let index = Index::build(
+            &IndexInput {
+                nodes: Vec::new(),
+                slices: Vec::new(),
+                classes: Vec::new(),
+                taint_rules: Vec::new(),
+            },
+            &IndexOptions::default(),
+        )
+        .expect("indexes");
+        let claim: ResourceClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c", "namespace": "ns"},
+            "spec": {"devices": {
+                "requests": [
+                    {"name": "gpus", "exactly": {"deviceClassName": "gpu", "count": 2}},
+                    {"name": "nic", "firstAvailable": [
+                        {"name": "fast", "deviceClassName": "nic"},
+                        {"name": "slow", "deviceClassName": "nic"}
+                    ]}
+                ],
+                "constraints": [
+                    {"matchAttribute": "example.com/root"},
+                    {"matchAttribute": "example.com/root", "requests": ["gpus"]},
+                    {"distinctAttribute": "example.com/id", "requests": ["nic"]},
+                    {"matchAttribute": "example.com/root", "requests": ["gpus", "nic/slow"]},
+                    {"matchAttribute": "example.com/root", "requests": ["nic/none", "gpus/fast"]},
+                    {"requests": ["gpus"]}
+                ]
+            }}
+        }))
+        .expect("claim");
+        let prepared = PreparedClaim::new(&index, &claim);
+        let applies = |plan: &ConstraintPlan| {
+            [(0, 0), (1, 0), (1, 1)].map(|(request, sub)| plan.applies(request, sub))
+        };
+        let plans: Vec<_> = prepared
+            .constraint_plans
+            .iter()
+            .map(Option::as_ref)
+            .collect();
+        assert_eq!(plans.len(), 6);
+        assert_eq!(applies(plans[0].unwrap()), [true, true, true]);
+        assert_eq!(applies(plans[1].unwrap()), [true, false, false]);
+        assert_eq!(applies(plans[2].unwrap()), [false, true, true]);
+        assert_eq!(applies(plans[3].unwrap()), [true, false, true]);
+        assert_eq!(applies(plans[4].unwrap()), [false, false, false]);
+        assert!(plans[5].is_none(), "an empty constraint has no plan");
+        // Out of range (a request the claim does not have) applies nowhere.
+        assert!(!plans[0].unwrap().applies(2, 0) && !plans[0].unwrap().applies(1, 2));
+        // Constraints on one attribute share its column.
+        assert!(Arc::ptr_eq(
+            &plans[0].unwrap().column,
+            &plans[1].unwrap().column
+        ));
     }
 }

@@ -22,6 +22,7 @@ use k8s_openapi::api::resource::v1::{
 };
 
 use crate::Features;
+use crate::attributes::{AttributeColumn, AttributeColumns};
 use crate::hashing::WordHashMap;
 use crate::node_selector::NodeFacts;
 use crate::pools::NodePools;
@@ -271,14 +272,24 @@ impl DeviceEntry {
     /// `lookupAttribute`: the fully qualified name, else the bare id when the domain is the
     /// device's driver.
     pub fn lookup_attribute(&self, driver: &str, fully_qualified: &str) -> Option<&AttrValue> {
-        if let Some(value) = self.attribute(fully_qualified) {
-            return Some(value);
+        self.lookup_attribute_position(driver, fully_qualified)
+            .map(|position| &self.attributes[position].1)
+    }
+
+    /// Where [`DeviceEntry::lookup_attribute`] finds its value in `attributes`.
+    pub(crate) fn lookup_attribute_position(
+        &self,
+        driver: &str,
+        fully_qualified: &str,
+    ) -> Option<usize> {
+        if let Some(position) = self.attribute_position(fully_qualified) {
+            return Some(position);
         }
         let (domain, id) = fully_qualified.split_once('/')?;
         if domain != driver {
             return None;
         }
-        self.attribute(id)
+        self.attribute_position(id)
     }
 
     /// Whether the device's CEL view converts without error, the condition for answering a
@@ -297,20 +308,22 @@ impl DeviceEntry {
 
     /// The attribute with exactly this name.
     pub fn attribute(&self, name: &str) -> Option<&AttrValue> {
+        self.attribute_position(name)
+            .map(|position| &self.attributes[position].1)
+    }
+
+    fn attribute_position(&self, name: &str) -> Option<usize> {
         // A device has a dozen attributes or so, mostly of different lengths: a scan that
-        // compares lengths first reads fewer bytes than a binary search's string orderings
-        // (the constraints of every search step look attributes up).
+        // compares lengths first reads fewer bytes than a binary search's string orderings.
         if self.attributes.len() <= ATTRIBUTES_SCANNED {
             return self
                 .attributes
                 .iter()
-                .find(|(k, _)| bytes::equal(k.as_bytes(), name.as_bytes()))
-                .map(|(_, value)| value);
+                .position(|(k, _)| bytes::equal(k.as_bytes(), name.as_bytes()));
         }
         self.attributes
             .binary_search_by(|(k, _)| (**k).cmp(name))
             .ok()
-            .map(|i| &self.attributes[i].1)
     }
 
     /// The capacity with this name.
@@ -462,6 +475,8 @@ pub struct Index {
     class_by_name: WordHashMap<String, ClassId>,
     pub(crate) node_pools: Vec<OnceLock<Result<Arc<NodePools>, String>>>,
     pub(crate) selectors: SelectorCache,
+    /// Where devices keep the attributes claim constraints name.
+    attribute_columns: AttributeColumns,
     /// CEL in the scheduler's environment (stored expressions, no cost estimation).
     pub(crate) compiler: dra_cel::Compiler,
 }
@@ -693,6 +708,33 @@ impl SliceRunAhead {
             };
             texts.next() == Some(&text_key(text, to_line_end))
         }) && texts.next().is_none()
+    }
+}
+
+/// Runs converted ahead that were found to be, one after the other, exactly a snapshot's
+/// slices ([`SliceRunAhead::fitted`]): all [`Index::build_with_fitted`] needs of those
+/// slices, so that their caller can free them first (their text is often the whole input,
+/// which the index's own tables can then reuse instead of fresh memory).
+#[derive(Debug)]
+pub struct FittedRuns {
+    runs: Vec<PreparedRun>,
+}
+
+impl SliceRunAhead {
+    /// The runs as [`FittedRuns`] when they [`SliceRunAhead::fit`] the input's `slices` and
+    /// `taint_rules`; otherwise the runs back.
+    pub fn fitted(
+        runs: Vec<SliceRunAhead>,
+        slices: &[SliceInput<'_>],
+        taint_rules: &[&DeviceTaintRule],
+    ) -> Result<FittedRuns, Vec<SliceRunAhead>> {
+        if SliceRunAhead::fit(&runs, slices, taint_rules) {
+            Ok(FittedRuns {
+                runs: runs.into_iter().map(|run| run.run).collect(),
+            })
+        } else {
+            Err(runs)
+        }
     }
 }
 
@@ -986,6 +1028,32 @@ impl Index {
         options: &IndexOptions,
         ahead: Vec<SliceRunAhead>,
     ) -> Result<Index, IndexError> {
+        let runs = match runs_ahead(&input.slices, &input.taint_rules, ahead) {
+            Some(runs) => runs,
+            None => prepare_slices(&input.slices, &input.taint_rules, options.threads),
+        };
+        Index::build_from_runs(&input.nodes, &input.classes, options, runs)
+    }
+
+    /// [`Index::build_with_ahead`] of a snapshot whose slices were converted into `fitted`
+    /// and are not needed any more: `nodes` and `classes` are the snapshot's, and it has no
+    /// DeviceTaintRules (runs fit only such a snapshot). The index is the same.
+    pub fn build_with_fitted(
+        nodes: &[&Node],
+        classes: &[&DeviceClass],
+        options: &IndexOptions,
+        fitted: FittedRuns,
+    ) -> Result<Index, IndexError> {
+        Index::build_from_runs(nodes, classes, options, fitted.runs)
+    }
+
+    /// The index of `nodes`, `classes` and the slices converted into `runs`.
+    fn build_from_runs(
+        nodes: &[&Node],
+        classes: &[&DeviceClass],
+        options: &IndexOptions,
+        runs: Vec<PreparedRun>,
+    ) -> Result<Index, IndexError> {
         let mut index = Index {
             features: options.features,
             nodes: Vec::new(),
@@ -1003,11 +1071,12 @@ impl Index {
             class_by_name: WordHashMap::default(),
             node_pools: Vec::new(),
             selectors: SelectorCache::default(),
+            attribute_columns: AttributeColumns::default(),
             compiler: dra_cel::Compiler::default(),
         };
-        index.nodes.reserve(input.nodes.len());
-        index.node_by_name.reserve(input.nodes.len());
-        for node in &input.nodes {
+        index.nodes.reserve(nodes.len());
+        index.node_by_name.reserve(nodes.len());
+        for node in nodes {
             let name = node.metadata.name.clone().unwrap_or_default();
             let id = NodeId(index.nodes.len() as u32);
             // The first object wins a duplicate name; the loader reports duplicates.
@@ -1020,7 +1089,7 @@ impl Index {
             });
         }
         index.node_pools = (0..index.nodes.len()).map(|_| OnceLock::new()).collect();
-        for class in &input.classes {
+        for class in classes {
             let name = class.metadata.name.clone().unwrap_or_default();
             let spec = class.spec.as_ref();
             let id = ClassId(index.classes.len() as u32);
@@ -1041,20 +1110,17 @@ impl Index {
         }
         // Entries are large: room for all at once instead of growth slack (the devices come
         // with room for all in the first run).
-        index.slices.reserve(input.slices.len());
-        let runs = match runs_ahead(&input.slices, &input.taint_rules, ahead) {
-            Some(runs) => runs,
-            None => prepare_slices(&input.slices, &input.taint_rules, options.threads),
-        };
+        let slices: usize = runs.iter().map(|run| run.slices.len()).sum();
+        index.slices.reserve(slices);
         // Room for every device key and slice at once: growing the tables step by step was
         // a tenth of the indexing of a large cluster (rehashes and copies into fresh memory).
         let devices: usize = runs.iter().map(|run| run.devices.len()).sum();
         index.key_names.reserve(devices);
         index.key_pool.reserve(devices);
         index.key_by_name.reserve(devices);
-        index.pool_keys.reserve(input.slices.len());
-        index.slices_by_pool.reserve(input.slices.len());
-        index.slices_on_node.reserve(input.slices.len());
+        index.pool_keys.reserve(slices);
+        index.slices_by_pool.reserve(slices);
+        index.slices_on_node.reserve(slices);
         for mut run in runs {
             if index.devices.is_empty() {
                 index.devices = run.devices;
@@ -1198,6 +1264,12 @@ impl Index {
 
     pub fn device(&self, idx: DeviceIdx) -> &DeviceEntry {
         &self.devices[idx.0 as usize]
+    }
+
+    /// The column of attribute `name` (a constraint's, fully qualified) over the index's
+    /// devices, made on first request.
+    pub(crate) fn attribute_column(&self, name: &str) -> Arc<AttributeColumn> {
+        self.attribute_columns.column(name, self.devices.len())
     }
 
     pub fn slice(&self, idx: SliceIdx) -> &SliceEntry {
@@ -1373,7 +1445,12 @@ mod tests {
             threads: Some(threads),
             ..IndexOptions::default()
         };
-        match Index::build_with_ahead(&input, &options, ahead) {
+        describe(Index::build_with_ahead(&input, &options, ahead))
+    }
+
+    /// What an index holds of its slices, or its error, as text.
+    fn describe(built: Result<Index, IndexError>) -> String {
+        match built {
             Ok(index) => {
                 // A HashMap prints in its own order.
                 let on_node: BTreeMap<_, _> = index.slices_on_node.iter().collect();
@@ -1466,8 +1543,54 @@ mod tests {
                     index_text_ahead(&input, &[], 1, ahead) == built,
                     "cut at {cuts:?}: differs"
                 );
+                // Fitted, the runs build the same index without the slices.
+                let fitted = SliceRunAhead::fitted(runs_of(&pairs, &cuts), &input, &[])
+                    .unwrap_or_else(|_| panic!("cut at {cuts:?}: not fitted"));
+                let options = IndexOptions {
+                    threads: Some(1),
+                    ..IndexOptions::default()
+                };
+                assert!(
+                    describe(Index::build_with_fitted(&[], &[], &options, fitted)) == built,
+                    "cut at {cuts:?}: fitted differs"
+                );
             }
         }
+    }
+
+    /// `SliceRunAhead::fitted` takes runs exactly where the index would, and gives the others
+    /// back whole, for the index to convert their slices itself.
+    #[test]
+    fn runs_are_fitted_exactly_where_the_index_takes_them() {
+        let (slices, rules) = slices_and_rules();
+        let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
+        let texts: Vec<String> = slices[..6]
+            .iter()
+            .map(|slice| serde_json::to_string(slice).expect("encode"))
+            .collect();
+        let input: Vec<SliceInput<'_>> = texts.iter().map(|t| SliceInput::Json(t)).collect();
+        let pairs: Vec<(&str, bool)> = texts.iter().map(|t| (&**t, false)).collect();
+        let mut swapped = pairs.clone();
+        swapped.swap(1, 2);
+        let no_rules: &[&DeviceTaintRule] = &[];
+        let cases = [
+            ("exact", &pairs[..], no_rules),
+            ("a slice missing", &pairs[..5], no_rules),
+            ("out of order", &swapped[..], no_rules),
+            ("taint rules", &pairs[..], &rules[..]),
+        ];
+        for (case, runs, rules) in cases {
+            let taken = runs_ahead(&input, rules, runs_of(runs, &[2])).is_some();
+            match SliceRunAhead::fitted(runs_of(runs, &[2]), &input, rules) {
+                Ok(_) => assert!(taken, "{case}: fitted but not taken"),
+                Err(back) => {
+                    assert!(!taken, "{case}: taken but not fitted");
+                    let back: usize = back.iter().map(SliceRunAhead::len).sum();
+                    assert_eq!(back, runs.len(), "{case}: runs not given back whole");
+                }
+            }
+        }
+        assert!(SliceRunAhead::fitted(runs_of(&pairs, &[2]), &input, &[]).is_ok());
     }
 
     /// Runs are taken only when they are exactly the input's slices, by address, and no taint

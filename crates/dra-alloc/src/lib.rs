@@ -39,6 +39,7 @@
 //! ```
 
 mod allocation;
+mod attributes;
 mod claims;
 mod index;
 pub mod node_selector;
@@ -63,11 +64,12 @@ pub use claims::{
 /// simulator has always found it.
 pub use dra_types::hashing;
 pub use index::{
-    AttrValue, Capacity, ClassEntry, ClassId, DeviceEntry, DeviceIdx, DeviceKey, Index, IndexError,
-    IndexErrorKind, IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, SliceInput,
+    AttrValue, Capacity, ClassEntry, ClassId, DeviceEntry, DeviceIdx, DeviceKey, FittedRuns, Index,
+    IndexError, IndexErrorKind, IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, SliceInput,
     SliceRunAhead, taint_rule_selects,
 };
 pub use pools::{NodePools, PoolView};
+pub use quantity::CapacityAmounts;
 pub use result::{ClaimPicks, stable_uuid, stable_uuid_of_parts};
 pub use search::tolerates_taint;
 pub use selectors::{Match, SelSetId, SelectorFailure, SelectorOrigin};

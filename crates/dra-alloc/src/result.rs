@@ -10,10 +10,9 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
 
-use dra_types::Quantity;
-
 use crate::claims::{PreparedClaim, RequestBody, RequestSpec};
 use crate::index::{DeviceIdx, DeviceKey, Index, NodeId};
+use crate::quantity::CapacityAmounts;
 use crate::search::{Pick, Search};
 
 /// One claim's allocation as the search found it, before it is written as a Kubernetes
@@ -72,7 +71,7 @@ pub(crate) struct StateChange<'p> {
     pub share_id: Option<String>,
     /// `consumedCapacity`, as the search computed it (the object carries each quantity's
     /// canonical text, which parses back to the same value).
-    pub consumed: Option<&'p BTreeMap<String, Quantity>>,
+    pub consumed: Option<&'p CapacityAmounts>,
 }
 
 /// A request (or the chosen subrequest) of a claim, as the search saw it.

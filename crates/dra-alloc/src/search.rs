@@ -12,13 +12,15 @@ use std::sync::Arc;
 use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::DeviceToleration;
 
-use crate::claims::{AllocationMode, ConstraintSpec, PreparedClaim, RequestBody, RequestSpec};
+use crate::claims::{
+    AllocationMode, ConstraintPlan, ConstraintSpec, PreparedClaim, RequestBody, RequestSpec,
+};
 use crate::index::{
     AttrValue, Capacity, ClassId, DeviceIdx, DeviceKey, Index, NodeId, RequestPolicy,
 };
 use crate::node_selector::NodeFacts;
 use crate::pools::{NodePools, node_matches};
-use crate::quantity;
+use crate::quantity::{self, CapacityAmounts};
 use crate::selectors::{Candidates, Match, SelectorOrigin};
 use crate::state::AllocatedState;
 
@@ -64,7 +66,7 @@ pub(crate) struct Pick {
     pub sub: usize,
     pub device: DeviceIdx,
     pub pool: usize,
-    pub consumed_capacity: Option<BTreeMap<String, Quantity>>,
+    pub consumed_capacity: Option<CapacityAmounts>,
     /// Whether the pick recorded the device in `allocating` (non-shared devices).
     exclusive: bool,
     /// Whether the pick added to `consumed_counters`.
@@ -73,40 +75,22 @@ pub(crate) struct Pick {
     capacity_added: bool,
 }
 
-/// A claim constraint during one call: its spec's names, borrowed from the claim, and what
-/// the picks so far hold it to.
+/// A claim constraint during one call: what preparation worked out for it (its attribute's
+/// column, where it applies), and what the picks so far hold it to.
 #[derive(Debug)]
-enum ConstraintState<'a> {
-    Match {
-        requests: &'a [String],
-        attribute: &'a str,
-        value: Option<AttrValue>,
-        count: usize,
-    },
-    Distinct {
-        requests: &'a [String],
-        attribute: &'a str,
-        /// Upstream keys the values seen by *base request name* (SPEC.md §3.11 quirk).
-        values: BTreeMap<String, AttrValue>,
-        count: usize,
-    },
+struct ConstraintState<'a> {
+    plan: &'a ConstraintPlan,
+    /// How many picks the constraint holds.
+    count: usize,
+    kind: ConstraintKind,
 }
 
-fn constraint_applies(requests: &[String], base: &str, sub: Option<&str>) -> bool {
-    if requests.is_empty() {
-        return true;
-    }
-    if requests.iter().any(|r| r == base) {
-        return true;
-    }
-    // A subrequest is also named by "<request>/<subrequest>".
-    sub.is_some_and(|sub| {
-        requests.iter().any(|r| {
-            r.strip_prefix(base)
-                .and_then(|rest| rest.strip_prefix('/'))
-                .is_some_and(|rest| rest == sub)
-        })
-    })
+#[derive(Debug)]
+enum ConstraintKind {
+    /// The value every pick must have (that of the first).
+    Match { value: Option<AttrValue> },
+    /// Upstream keys the values seen by *base request name* (SPEC.md §3.11 quirk).
+    Distinct { values: BTreeMap<String, AttrValue> },
 }
 
 /// Upstream's comparison in constraints: `None` when the first value's kind is not one the
@@ -123,153 +107,100 @@ fn same_kind_equal(a: &AttrValue, b: &AttrValue) -> Option<bool> {
 }
 
 impl<'a> ConstraintState<'a> {
-    fn new(spec: &'a ConstraintSpec) -> Option<ConstraintState<'a>> {
-        match spec {
-            ConstraintSpec::MatchAttribute {
-                requests,
-                attribute,
-            } => Some(ConstraintState::Match {
-                requests,
-                attribute,
-                value: None,
-                count: 0,
-            }),
-            ConstraintSpec::DistinctAttribute {
-                requests,
-                attribute,
-            } => Some(ConstraintState::Distinct {
-                requests,
-                attribute,
+    fn new(spec: &ConstraintSpec, plan: Option<&'a ConstraintPlan>) -> Option<ConstraintState<'a>> {
+        let kind = match spec {
+            ConstraintSpec::MatchAttribute { .. } => ConstraintKind::Match { value: None },
+            ConstraintSpec::DistinctAttribute { .. } => ConstraintKind::Distinct {
                 values: BTreeMap::new(),
-                count: 0,
-            }),
-            ConstraintSpec::Empty => None,
-        }
+            },
+            ConstraintSpec::Empty => return None,
+        };
+        Some(ConstraintState {
+            plan: plan?,
+            count: 0,
+            kind,
+        })
     }
 
-    /// Adds a device whose attribute values `value` gives; the value is copied only where
-    /// the constraint keeps it (a copy of a string shares it: an atomic count, twice).
-    fn add<'v>(
+    /// Adds `device`, picked for (sub)request `sub` of request `request` (named `base`); its
+    /// value is copied only where the constraint keeps it (a copy of a string shares it: an
+    /// atomic count, twice).
+    fn add(
         &mut self,
-        base: &str,
-        sub: Option<&str>,
-        value: impl Fn(&str) -> Option<&'v AttrValue>,
+        (request, sub, base): (usize, usize, &str),
+        index: &Index,
+        device: DeviceIdx,
     ) -> bool {
-        match self {
-            ConstraintState::Match {
-                requests,
-                attribute,
-                value: stored,
-                count,
-            } => {
-                if !constraint_applies(requests, base, sub) {
-                    return true;
-                }
-                let Some(v) = value(attribute) else {
-                    return false;
-                };
-                if *count == 0 {
+        if !self.plan.applies(request, sub) {
+            return true;
+        }
+        let Some(v) = self.plan.column.value(index, device) else {
+            return false;
+        };
+        match &mut self.kind {
+            ConstraintKind::Match { value: stored } => {
+                if self.count == 0 {
                     *stored = Some(v.clone());
-                    *count = 1;
-                    return true;
-                }
-                let equal = match stored.as_ref() {
-                    None => false,
-                    Some(s) => same_kind_equal(v, s) == Some(true),
-                };
-                if !equal {
+                } else if stored
+                    .as_ref()
+                    .is_none_or(|s| same_kind_equal(v, s) != Some(true))
+                {
                     return false;
                 }
-                *count += 1;
-                true
             }
-            ConstraintState::Distinct {
-                requests,
-                attribute,
-                values,
-                count,
-            } => {
-                if !constraint_applies(requests, base, sub) {
-                    return true;
-                }
-                let Some(v) = value(attribute) else {
-                    return false;
-                };
-                if *count == 0 {
-                    values.insert(base.to_string(), v.clone());
-                    *count = 1;
-                    return true;
-                }
-                for stored in values.values() {
-                    match same_kind_equal(v, stored) {
-                        // Unknown value type of the new device: no match.
-                        None => return false,
-                        Some(true) => return false,
-                        Some(false) => {}
+            ConstraintKind::Distinct { values } => {
+                if self.count > 0 {
+                    for stored in values.values() {
+                        match same_kind_equal(v, stored) {
+                            // Unknown value type of the new device: no match.
+                            None => return false,
+                            Some(true) => return false,
+                            Some(false) => {}
+                        }
                     }
                 }
                 values.insert(base.to_string(), v.clone());
-                *count += 1;
-                true
             }
         }
+        self.count += 1;
+        true
     }
 
-    /// Whether `add` could succeed for a device now: the attribute exists and, for a
+    /// Whether `add` could succeed for `device` now: the attribute exists and, for a
     /// matchAttribute that already has devices, equals the stored value. Never changes state.
-    fn could_accept<'v>(
+    fn could_accept(
         &self,
-        base: &str,
-        sub: Option<&str>,
-        value: impl Fn(&str) -> Option<&'v AttrValue>,
+        (request, sub): (usize, usize),
+        index: &Index,
+        device: DeviceIdx,
     ) -> bool {
-        match self {
-            ConstraintState::Match {
-                requests,
-                attribute,
-                value: stored,
-                count,
-            } => {
-                if !constraint_applies(requests, base, sub) {
-                    return true;
-                }
-                let Some(v) = value(attribute) else {
-                    return false;
-                };
-                *count == 0
+        if !self.plan.applies(request, sub) {
+            return true;
+        }
+        let Some(v) = self.plan.column.value(index, device) else {
+            return false;
+        };
+        match &self.kind {
+            ConstraintKind::Match { value: stored } => {
+                self.count == 0
                     || stored
                         .as_ref()
                         .is_some_and(|s| same_kind_equal(v, s) == Some(true))
             }
-            ConstraintState::Distinct {
-                requests,
-                attribute,
-                ..
-            } => !constraint_applies(requests, base, sub) || value(attribute).is_some(),
+            ConstraintKind::Distinct { .. } => true,
         }
     }
 
-    fn remove(&mut self, base: &str, sub: Option<&str>) {
-        match self {
-            ConstraintState::Match {
-                requests, count, ..
-            } => {
-                if constraint_applies(requests, base, sub) {
-                    *count = count.saturating_sub(1);
-                }
-            }
-            ConstraintState::Distinct {
-                requests,
-                values,
-                count,
-                ..
-            } => {
-                if constraint_applies(requests, base, sub) {
-                    values.remove(base);
-                    *count = count.saturating_sub(1);
-                }
-            }
+    /// Takes back the last [`ConstraintState::add`] for (sub)request `sub` of request
+    /// `request` (named `base`).
+    fn remove(&mut self, (request, sub, base): (usize, usize, &str)) {
+        if !self.plan.applies(request, sub) {
+            return;
         }
+        if let ConstraintKind::Distinct { values } = &mut self.kind {
+            values.remove(base);
+        }
+        self.count = self.count.saturating_sub(1);
     }
 }
 
@@ -298,7 +229,7 @@ pub(crate) struct Search<'a> {
     /// Devices picked exclusively in this call, with the claim they were picked for.
     allocating: Vec<(DeviceKey, usize)>,
     /// Capacity consumed by shared picks in this call.
-    allocating_capacity: BTreeMap<DeviceKey, BTreeMap<String, Quantity>>,
+    allocating_capacity: BTreeMap<DeviceKey, CapacityAmounts>,
     /// Counters consumed by picks in this call, per pool index (slots of `PoolCounters`).
     consumed_counters: BTreeMap<usize, Vec<i128>>,
     pub picks: Vec<Vec<Pick>>,
@@ -369,7 +300,8 @@ impl<'a> Search<'a> {
             }
             let mut constraints = Vec::with_capacity(claim.constraints.len());
             for (i, spec) in claim.constraints.iter().enumerate() {
-                match ConstraintState::new(spec) {
+                let plan = claim.constraint_plans.get(i).and_then(Option::as_ref);
+                match ConstraintState::new(spec, plan) {
                     Some(c) => constraints.push(c),
                     None => {
                         return Err(format!(
@@ -567,11 +499,11 @@ impl<'a> Search<'a> {
             if violates_policy(&consumed, capacity.policy.as_ref()) {
                 return Some(false);
             }
-            let mut total = match committed.and_then(|c| c.get(&**name)) {
+            let mut total = match committed.and_then(|c| c.get(name)) {
                 Some(already) => quantity::add(already, &consumed),
                 None => consumed,
             };
-            if let Some(more) = allocating.and_then(|a| a.get(&**name)) {
+            if let Some(more) = allocating.and_then(|a| a.get(name)) {
                 total = quantity::add(&total, more);
             }
             if total.cmp_value(&capacity.value) == Ordering::Greater {
@@ -862,10 +794,6 @@ impl<'a> Search<'a> {
     fn feasible(&self, claim: usize, request: usize, sub: usize, first: usize, needed: i64) -> i64 {
         let data = &self.requests[claim][request][sub];
         let admin = data.spec.admin();
-        let (base, sub_name) = match data.parent {
-            Some(parent) => (parent, Some(data.spec.name.as_str())),
-            None => (data.spec.name.as_str(), None),
-        };
         let constraints = &self.constraints[claim];
         let mut count = 0i64;
         for e in &data.candidates.entries[first..] {
@@ -880,15 +808,11 @@ impl<'a> Search<'a> {
             if !free || self.counters_block(e.pool as usize, e.device) {
                 continue;
             }
-            if !constraints.is_empty() {
-                let entry = self.index.device(e.device);
-                let driver = self.index.slice(entry.slice).driver.as_str();
-                if !constraints
-                    .iter()
-                    .all(|c| c.could_accept(base, sub_name, |a| entry.lookup_attribute(driver, a)))
-                {
-                    continue;
-                }
+            if !constraints
+                .iter()
+                .all(|c| c.could_accept((request, sub), self.index, e.device))
+            {
+                continue;
             }
             count += 1;
         }
@@ -1005,10 +929,7 @@ impl<'a> Search<'a> {
             }
             counted = true;
         }
-        let (base, sub_name) = match parent {
-            Some(parent) => (parent, Some(spec.name.as_str())),
-            None => (spec.name.as_str(), None),
-        };
+        let picked_for = (request, sub, parent.unwrap_or(spec.name.as_str()));
         // Every rejection after the counters were taken gives them back (upstream fixed the
         // missing rollback in kubernetes/kubernetes#140431).
         if features.device_taints && taint_prevents_allocation(&entry.taints, &spec.tolerations) {
@@ -1017,11 +938,9 @@ impl<'a> Search<'a> {
             }
             return Ok(false);
         }
-        let driver = index.slice(entry.slice).driver.as_str();
-        let lookup = |attribute: &str| entry.lookup_attribute(driver, attribute);
         let num_constraints = self.constraints[claim].len();
         for i in 0..num_constraints {
-            if self.constraints[claim][i].add(base, sub_name, lookup) {
+            if self.constraints[claim][i].add(picked_for, index, device) {
                 continue;
             }
             if must {
@@ -1033,7 +952,7 @@ impl<'a> Search<'a> {
                 )));
             }
             for e in 0..i {
-                self.constraints[claim][e].remove(base, sub_name);
+                self.constraints[claim][e].remove(picked_for);
             }
             if counted {
                 self.release_counters(pool, device);
@@ -1056,7 +975,7 @@ impl<'a> Search<'a> {
                 // counters; this path is reachable only in All mode. Undo all of it, like the
                 // fixed upstream code does for the other rejection paths.
                 for c in 0..num_constraints {
-                    self.constraints[claim][c].remove(base, sub_name);
+                    self.constraints[claim][c].remove(picked_for);
                 }
                 if !allow_multiple {
                     self.allocating.pop();
@@ -1068,7 +987,7 @@ impl<'a> Search<'a> {
             }
             if allow_multiple {
                 let requests = spec.capacity.as_ref().ok().and_then(|c| c.as_ref());
-                let consumed: BTreeMap<String, Quantity> = entry
+                let consumed: CapacityAmounts = entry
                     .capacity
                     .iter()
                     .map(|(name, cap)| {
@@ -1112,12 +1031,9 @@ impl<'a> Search<'a> {
             return;
         };
         let data = &self.requests[pick.claim][pick.request][pick.sub];
-        let (base, sub_name) = match data.parent {
-            Some(parent) => (parent, Some(data.spec.name.as_str())),
-            None => (data.spec.name.as_str(), None),
-        };
+        let base = data.parent.unwrap_or(data.spec.name.as_str());
         for c in &mut self.constraints[claim] {
-            c.remove(base, sub_name);
+            c.remove((pick.request, pick.sub, base));
         }
         let key = self.index.device(pick.device).key;
         if pick.exclusive
@@ -1135,7 +1051,7 @@ impl<'a> Search<'a> {
             let requests = data.spec.capacity.as_ref().ok().and_then(|c| c.as_ref());
             for (name, cap) in device.capacity.iter() {
                 let consumed = consumed_capacity(requests.and_then(|r| r.get(&**name)), cap);
-                if let Some(total) = totals.get_mut(&**name) {
+                if let Some(total) = totals.get_mut(name) {
                     *total = quantity::sub(total, &consumed);
                 }
             }

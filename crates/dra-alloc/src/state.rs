@@ -5,13 +5,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceRequestAllocationResult};
 
 use crate::claims::PreparedClaim;
 use crate::hashing::WordHashMap;
 use crate::index::{DeviceKey, Index};
-use crate::quantity::ParsedQuantities;
+use crate::quantity::{CapacityAmounts, ParsedQuantities};
 use crate::result::ClaimPicks;
 
 /// Devices already allocated to claims, shares of shared devices and their consumed capacity.
@@ -27,7 +26,7 @@ pub struct AllocatedState {
     /// Number of shares per device (for "is allocated").
     shares_per_device: BTreeMap<DeviceKey, u32>,
     /// Sum of `consumedCapacity` over the shares of a device that report one.
-    aggregated_capacity: BTreeMap<DeviceKey, BTreeMap<String, Quantity>>,
+    aggregated_capacity: BTreeMap<DeviceKey, CapacityAmounts>,
     /// How many results contribute to `aggregated_capacity` per device: upstream's state has
     /// an entry only while some shared result carries `consumedCapacity`.
     capacity_contributors: BTreeMap<DeviceKey, u32>,
@@ -116,7 +115,7 @@ impl AllocatedState {
     }
 
     /// `AggregatedCapacity[key]`.
-    pub fn aggregated_capacity(&self, key: DeviceKey) -> Option<&BTreeMap<String, Quantity>> {
+    pub fn aggregated_capacity(&self, key: DeviceKey) -> Option<&CapacityAmounts> {
         self.aggregated_capacity.get(&key)
     }
 
@@ -225,13 +224,16 @@ impl AllocatedState {
         // Parse everything first so a bad quantity leaves the state untouched. Per result,
         // `None`: no consumedCapacity at all (not even an empty map). Most allocations
         // consume no capacity and need no list.
-        let mut parsed: Vec<Option<BTreeMap<String, Quantity>>> = Vec::new();
+        let mut parsed: Vec<Option<CapacityAmounts>> = Vec::new();
         if allocation
             .results()
             .any(|(result, _)| result.consumed_capacity.is_some())
         {
             for (result, _) in allocation.results() {
-                let mut consumed = result.consumed_capacity.as_ref().map(|_| BTreeMap::new());
+                let mut consumed = result
+                    .consumed_capacity
+                    .as_ref()
+                    .map(|_| CapacityAmounts::default());
                 if result.admin_access != Some(true) {
                     for (name, q) in result.consumed_capacity.iter().flatten() {
                         let value = self.parsed_quantities.parse(&q.0).map_err(|e| StateError {
@@ -303,7 +305,7 @@ impl AllocatedState {
         index: &Index,
         key: DeviceKey,
         share: Option<&str>,
-        consumed: Option<&BTreeMap<String, Quantity>>,
+        consumed: Option<&CapacityAmounts>,
         add: bool,
     ) {
         if let Some(v) = self.pool_versions.get_mut(index.pool_of_key(key) as usize) {
@@ -332,10 +334,7 @@ impl AllocatedState {
         }
         let totals = self.aggregated_capacity.entry(key).or_default();
         for (name, value) in consumed {
-            let total = match totals.get_mut(name) {
-                Some(total) => total,
-                None => totals.entry(name.clone()).or_insert_with(Quantity::zero),
-            };
+            let total = totals.get_mut_or_zero(name);
             *total = if add {
                 crate::quantity::add(total, value)
             } else {

@@ -60,16 +60,31 @@ pub fn snapshot(loaded: &Loaded) -> Result<Snapshot, Failure> {
 /// be read twice and always takes the usual route.
 ///
 /// Slices found are converted while the rest is read, on `helper` and this thread
-/// ([`crate::slices_ahead`]).
+/// ([`crate::slices_ahead`]); when those conversions are all the input's slices, the slices
+/// are freed before the index is built (the answer's cluster has none then).
 pub fn load_snapshot(
     out: &Out,
     files: &[PathBuf],
     helper: &Helper,
 ) -> Result<(Loaded, Snapshot), Failure> {
     if !files.is_empty() && files.iter().all(|f| f.as_os_str() != "-") {
-        let (loaded, ahead) = load_converting_slices(files, helper)?;
+        let (mut loaded, ahead) = load_converting_slices(files, helper)?;
         if !loaded.has_errors() {
-            match Snapshot::with_slices_ahead(&SimInput::from_cluster(&loaded.cluster), ahead) {
+            let built =
+                match dra_sim::fit_slices_ahead(&SimInput::from_cluster(&loaded.cluster), ahead) {
+                    Ok(fitted) => {
+                        // The runs hold all the index needs of the slices, whose text is most of
+                        // the input (all of it shared by the slices, once the other objects are
+                        // read): freed before the index takes the runs, its memory serves the
+                        // index and the simulation instead of fresh pages.
+                        crate::leave_to_exit(crate::take_slices(&mut loaded.cluster));
+                        Snapshot::with_fitted_runs(&SimInput::from_cluster(&loaded.cluster), fitted)
+                    }
+                    Err(ahead) => {
+                        Snapshot::with_slices_ahead(&SimInput::from_cluster(&loaded.cluster), ahead)
+                    }
+                };
+            match built {
                 Ok(snapshot) => {
                     crate::timings::mark("index");
                     report(out, &loaded.diagnostics);
@@ -261,5 +276,45 @@ mod tests {
             &input.taint_rules
         ));
         Snapshot::with_slices_ahead(&input, runs).expect("indexes");
+    }
+
+    /// Where the runs converted while loading are all the input's slices, `load_snapshot`
+    /// frees the slices before the index is built; the answer is the one the usual route
+    /// gives. Where they are not (a DeviceTaintRule), the slices stay.
+    #[test]
+    fn slices_converted_while_loading_are_freed_before_indexing() {
+        let out = Out::new(
+            crate::cli::OutputFormat::Json,
+            crate::cli::ColorChoice::Never,
+        );
+        let spec = dra_gen::preset("gpu-nic", 4).expect("preset");
+        let mut stream = Vec::new();
+        dra_gen::generate_json_lines(&spec, &mut stream).expect("generates");
+        let stream = String::from_utf8(stream).expect("UTF-8");
+        let answer = |loaded: &Loaded, snapshot: &Snapshot| {
+            let report =
+                dra_sim::run_first_fit_snapshot(&SimInput::from_cluster(&loaded.cluster), snapshot)
+                    .expect("simulates");
+            serde_json::to_string(&report.results).expect("encodes")
+        };
+        let rule = r#"{"apiVersion":"resource.k8s.io/v1","kind":"DeviceTaintRule","metadata":{"name":"r"},"spec":{"deviceSelector":{"driver":"nic.example.com","device":"nic-0"},"taint":{"key":"example.com/broken","effect":"NoSchedule"}}}"#;
+        for (name, text, freed) in [
+            ("gpu-nic.json", stream.clone(), true),
+            ("tainted.json", format!("{stream}{rule}\n"), false),
+        ] {
+            let file = file_with(name, &text);
+            let (loaded, ours) =
+                load_snapshot(&out, std::slice::from_ref(&file), &Helper::start()).expect("loads");
+            let usual = load(&out, std::slice::from_ref(&file)).expect("loads");
+            std::fs::remove_file(&file).ok();
+            assert_eq!(loaded.cluster.slice_docs.is_empty(), freed, "{name}");
+            assert!(
+                !usual.cluster.slice_docs.is_empty() || !usual.cluster.resource_slices.is_empty()
+            );
+            let usual_snapshot = snapshot(&usual).expect("indexes");
+            let (ours, theirs) = (answer(&loaded, &ours), answer(&usual, &usual_snapshot));
+            assert!(ours == theirs, "{name}: the answers differ");
+            assert!(ours.contains("\"scheduled\""), "{name}: {ours:.300}");
+        }
     }
 }

@@ -852,7 +852,7 @@ fn device_on_node(
 /// Whether a shared device has no capacity left at all.
 fn capacity_used_up(
     entry: &dra_alloc::DeviceEntry,
-    consumed: Option<&BTreeMap<String, Quantity>>,
+    consumed: Option<&dra_alloc::CapacityAmounts>,
 ) -> bool {
     let Some(consumed) = consumed else {
         return false;

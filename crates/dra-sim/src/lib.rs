@@ -78,7 +78,9 @@ mod test_support;
 
 use std::sync::Arc;
 
-use dra_alloc::{Index, IndexError, IndexInput, IndexOptions, SliceInput, SliceRunAhead};
+use dra_alloc::{
+    FittedRuns, Index, IndexError, IndexInput, IndexOptions, SliceInput, SliceRunAhead,
+};
 use dra_api::SliceDoc;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::resource::v1::{
@@ -201,12 +203,44 @@ impl Snapshot {
         ahead: Vec<SliceRunAhead>,
     ) -> Result<Snapshot, SimError> {
         let index = input.build_index(ahead)?;
-        let taints = taints::TaintView::new(&index, &input.taint_rules);
-        Ok(Snapshot {
+        Ok(Snapshot::of_index(index, &input.taint_rules))
+    }
+
+    /// [`Snapshot::new`] of an input whose slices were converted into `fitted`
+    /// ([`fit_slices_ahead`]) and then taken out of it: `input` is the rest of the same
+    /// cluster. The snapshot is the one the input with its slices gives.
+    pub fn with_fitted_runs(
+        input: &SimInput<'_>,
+        fitted: FittedRuns,
+    ) -> Result<Snapshot, SimError> {
+        // Runs fit only an input without taint rules and are all of its slices.
+        debug_assert!(input.slices.is_empty() && input.taint_rules.is_empty());
+        let index = Index::build_with_fitted(
+            &input.nodes,
+            &input.classes,
+            &IndexOptions::default(),
+            fitted,
+        )
+        .map_err(SimError::Index)?;
+        Ok(Snapshot::of_index(index, &input.taint_rules))
+    }
+
+    fn of_index(index: Index, taint_rules: &[&DeviceTaintRule]) -> Snapshot {
+        let taints = taints::TaintView::new(&index, taint_rules);
+        Snapshot {
             index: Arc::new(index),
             taints,
-        })
+        }
     }
+}
+
+/// Whether the slices `ahead` converted are exactly `input`'s ([`SliceRunAhead::fitted`]):
+/// then [`Snapshot::with_fitted_runs`] builds the snapshot after the slices are freed.
+pub fn fit_slices_ahead(
+    input: &SimInput<'_>,
+    ahead: Vec<SliceRunAhead>,
+) -> Result<FittedRuns, Vec<SliceRunAhead>> {
+    SliceRunAhead::fitted(ahead, &input.slices, &input.taint_rules)
 }
 
 /// Input the simulation cannot work with.
