@@ -27,6 +27,10 @@ pub struct AllocatedState {
     shares_per_device: BTreeMap<DeviceKey, u32>,
     /// Sum of `consumedCapacity` over the shares of a device that report one.
     aggregated_capacity: BTreeMap<DeviceKey, CapacityAmounts>,
+    /// One bit per device key of the index: whether `aggregated_capacity` has the device.
+    /// The search asks for every device it tries, nearly always of one that has none, and
+    /// the bit answers that without a walk down the map.
+    aggregated_keys: Vec<u64>,
     /// How many results contribute to `aggregated_capacity` per device: upstream's state has
     /// an entry only while some shared result carries `consumedCapacity`.
     capacity_contributors: BTreeMap<DeviceKey, u32>,
@@ -60,6 +64,7 @@ impl Clone for AllocatedState {
             shares: self.shares.clone(),
             shares_per_device: self.shares_per_device.clone(),
             aggregated_capacity: self.aggregated_capacity.clone(),
+            aggregated_keys: self.aggregated_keys.clone(),
             capacity_contributors: self.capacity_contributors.clone(),
             unknown_devices: self.unknown_devices.clone(),
             version: self.version,
@@ -85,6 +90,7 @@ impl AllocatedState {
     pub fn new(index: &Index) -> AllocatedState {
         AllocatedState {
             exclusive: vec![0; index.num_device_keys()],
+            aggregated_keys: vec![0; index.num_device_keys().div_ceil(64)],
             pool_versions: vec![0; index.num_pool_keys()],
             ..AllocatedState::default()
         }
@@ -116,7 +122,12 @@ impl AllocatedState {
 
     /// `AggregatedCapacity[key]`.
     pub fn aggregated_capacity(&self, key: DeviceKey) -> Option<&CapacityAmounts> {
-        self.aggregated_capacity.get(&key)
+        let (word, bit) = aggregated_bit(key);
+        match self.aggregated_keys.get(word) {
+            Some(bits) if bits & bit == 0 => None,
+            // A key beyond the bits (a state made without an index) is looked up.
+            _ => self.aggregated_capacity.get(&key),
+        }
     }
 
     /// The version of a pool's allocations (changes whenever a device of it is allocated or
@@ -328,9 +339,16 @@ impl AllocatedState {
         let Some(consumed) = consumed else {
             return;
         };
+        let (word, bit) = aggregated_bit(key);
         if !count_in(self.capacity_contributors.entry(key), add) {
             self.aggregated_capacity.remove(&key);
+            if let Some(bits) = self.aggregated_keys.get_mut(word) {
+                *bits &= !bit;
+            }
             return;
+        }
+        if let Some(bits) = self.aggregated_keys.get_mut(word) {
+            *bits |= bit;
         }
         let totals = self.aggregated_capacity.entry(key).or_default();
         for (name, value) in consumed {
@@ -342,6 +360,11 @@ impl AllocatedState {
             };
         }
     }
+}
+
+/// Where `key` is in [`AllocatedState::aggregated_keys`]: the word and the bit in it.
+fn aggregated_bit(key: DeviceKey) -> (usize, u64) {
+    (key.0 as usize / 64, 1 << (key.0 % 64))
 }
 
 /// Counts one more (`add`) or one less at `entry`; a count that reaches zero leaves the map,
@@ -447,5 +470,17 @@ mod tests {
             .remove(&index, &consuming("1Gi", "a"))
             .expect("removed");
         assert_eq!(total(&state), "3Gi");
+        // The last contribution taken back leaves no entry; a new one makes it again, and a
+        // clone answers alike.
+        for (amount, share) in [("1Gi", "b"), ("2048Mi", "c")] {
+            state
+                .remove(&index, &consuming(amount, share))
+                .expect("removed");
+        }
+        assert!(state.aggregated_capacity(key).is_none());
+        assert!(state.clone().aggregated_capacity(key).is_none());
+        state.add(&index, &consuming("5Gi", "e")).expect("added");
+        assert_eq!(total(&state), "5Gi");
+        assert_eq!(total(&state.clone()), "5Gi");
     }
 }
