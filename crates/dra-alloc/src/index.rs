@@ -1558,43 +1558,9 @@ mod tests {
         }
     }
 
-    /// `SliceRunAhead::fitted` takes runs exactly where the index would, and gives the others
-    /// back whole, for the index to convert their slices itself.
-    #[test]
-    fn runs_are_fitted_exactly_where_the_index_takes_them() {
-        let (slices, rules) = slices_and_rules();
-        let rules: Vec<&DeviceTaintRule> = rules.iter().collect();
-        let texts: Vec<String> = slices[..6]
-            .iter()
-            .map(|slice| serde_json::to_string(slice).expect("encode"))
-            .collect();
-        let input: Vec<SliceInput<'_>> = texts.iter().map(|t| SliceInput::Json(t)).collect();
-        let pairs: Vec<(&str, bool)> = texts.iter().map(|t| (&**t, false)).collect();
-        let mut swapped = pairs.clone();
-        swapped.swap(1, 2);
-        let no_rules: &[&DeviceTaintRule] = &[];
-        let cases = [
-            ("exact", &pairs[..], no_rules),
-            ("a slice missing", &pairs[..5], no_rules),
-            ("out of order", &swapped[..], no_rules),
-            ("taint rules", &pairs[..], &rules[..]),
-        ];
-        for (case, runs, rules) in cases {
-            let taken = runs_ahead(&input, rules, runs_of(runs, &[2])).is_some();
-            match SliceRunAhead::fitted(runs_of(runs, &[2]), &input, rules) {
-                Ok(_) => assert!(taken, "{case}: fitted but not taken"),
-                Err(back) => {
-                    assert!(!taken, "{case}: taken but not fitted");
-                    let back: usize = back.iter().map(SliceRunAhead::len).sum();
-                    assert_eq!(back, runs.len(), "{case}: runs not given back whole");
-                }
-            }
-        }
-        assert!(SliceRunAhead::fitted(runs_of(&pairs, &[2]), &input, &[]).is_ok());
-    }
-
     /// Runs are taken only when they are exactly the input's slices, by address, and no taint
     /// rule could add to their devices; otherwise the index converts the slices itself.
+    /// `SliceRunAhead::fitted` takes them exactly then, and gives the others back whole.
     #[test]
     fn slices_converted_ahead_are_taken_only_for_their_very_texts() {
         let (slices, rules) = slices_and_rules();
@@ -1606,7 +1572,19 @@ mod tests {
         let copies = texts.clone();
         let input: Vec<SliceInput<'_>> = texts.iter().map(|t| SliceInput::Json(t)).collect();
         let pairs: Vec<(&str, bool)> = texts.iter().map(|t| (&**t, false)).collect();
-        let taken = |runs: Vec<SliceRunAhead>| runs_ahead(&input, &[], runs).is_some();
+        let taken = |runs: Vec<SliceRunAhead>| {
+            let slices: usize = runs.iter().map(SliceRunAhead::len).sum();
+            let taken = SliceRunAhead::fit(&runs, &input, &[]);
+            match SliceRunAhead::fitted(runs, &input, &[]) {
+                Ok(_) => assert!(taken, "fitted but not taken"),
+                Err(back) => {
+                    assert!(!taken, "taken but not fitted");
+                    let back: usize = back.iter().map(SliceRunAhead::len).sum();
+                    assert_eq!(back, slices, "runs not given back whole");
+                }
+            }
+            taken
+        };
         assert!(taken(runs_of(&pairs, &[2])));
         assert!(!taken(Vec::new()), "no runs");
         assert!(!taken(runs_of(&pairs[..5], &[2])), "a slice missing");
@@ -1626,6 +1604,7 @@ mod tests {
             runs_ahead(&input, &rules, runs_of(&pairs, &[])).is_none(),
             "taint rules"
         );
+        assert!(SliceRunAhead::fitted(runs_of(&pairs, &[]), &input, &rules).is_err());
         let objects: Vec<SliceInput<'_>> = slices[..6].iter().map(SliceInput::from).collect();
         assert!(
             runs_ahead(&objects, &[], runs_of(&pairs, &[])).is_none(),
