@@ -709,18 +709,7 @@ impl SliceRunAhead {
             texts.next() == Some(&text_key(text, to_line_end))
         }) && texts.next().is_none()
     }
-}
 
-/// Runs converted ahead that were found to be, one after the other, exactly a snapshot's
-/// slices ([`SliceRunAhead::fitted`]): all [`Index::build_with_fitted`] needs of those
-/// slices, so that their caller can free them first (their text is often the whole input,
-/// which the index's own tables can then reuse instead of fresh memory).
-#[derive(Debug)]
-pub struct FittedRuns {
-    runs: Vec<PreparedRun>,
-}
-
-impl SliceRunAhead {
     /// The runs as [`FittedRuns`] when they [`SliceRunAhead::fit`] the input's `slices` and
     /// `taint_rules`; otherwise the runs back.
     pub fn fitted(
@@ -738,14 +727,13 @@ impl SliceRunAhead {
     }
 }
 
-/// The runs converted ahead, if they fit the input ([`SliceRunAhead::fit`]).
-fn runs_ahead(
-    slices: &[SliceInput<'_>],
-    taint_rules: &[&DeviceTaintRule],
-    ahead: Vec<SliceRunAhead>,
-) -> Option<Vec<PreparedRun>> {
-    SliceRunAhead::fit(&ahead, slices, taint_rules)
-        .then(|| ahead.into_iter().map(|run| run.run).collect())
+/// Runs converted ahead that were found to be, one after the other, exactly a snapshot's
+/// slices ([`SliceRunAhead::fitted`]): all [`Index::build_with_fitted`] needs of those
+/// slices, so that their caller can free them first (their text is often the whole input,
+/// which the index's own tables can then reuse instead of fresh memory).
+#[derive(Debug)]
+pub struct FittedRuns {
+    runs: Vec<PreparedRun>,
 }
 
 /// [`prepare_slice`] of an object, or the same conversion straight from a JSON text
@@ -1028,9 +1016,9 @@ impl Index {
         options: &IndexOptions,
         ahead: Vec<SliceRunAhead>,
     ) -> Result<Index, IndexError> {
-        let runs = match runs_ahead(&input.slices, &input.taint_rules, ahead) {
-            Some(runs) => runs,
-            None => prepare_slices(&input.slices, &input.taint_rules, options.threads),
+        let runs = match SliceRunAhead::fitted(ahead, &input.slices, &input.taint_rules) {
+            Ok(fitted) => fitted.runs,
+            Err(_) => prepare_slices(&input.slices, &input.taint_rules, options.threads),
         };
         Index::build_from_runs(&input.nodes, &input.classes, options, runs)
     }
@@ -1534,18 +1522,13 @@ mod tests {
                 vec![3, 5],
                 vec![count],
             ] {
-                let ahead = runs_of(&pairs, &cuts);
                 assert!(
-                    runs_ahead(&input, &[], runs_of(&pairs, &cuts)).is_some(),
-                    "cut at {cuts:?}: not taken"
-                );
-                assert!(
-                    index_text_ahead(&input, &[], 1, ahead) == built,
+                    index_text_ahead(&input, &[], 1, runs_of(&pairs, &cuts)) == built,
                     "cut at {cuts:?}: differs"
                 );
                 // Fitted, the runs build the same index without the slices.
                 let fitted = SliceRunAhead::fitted(runs_of(&pairs, &cuts), &input, &[])
-                    .unwrap_or_else(|_| panic!("cut at {cuts:?}: not fitted"));
+                    .unwrap_or_else(|_| panic!("cut at {cuts:?}: not taken"));
                 let options = IndexOptions {
                     threads: Some(1),
                     ..IndexOptions::default()
@@ -1601,13 +1584,12 @@ mod tests {
         to_line_end[3].1 = true;
         assert!(!taken(runs_of(&to_line_end, &[])), "read to the line end");
         assert!(
-            runs_ahead(&input, &rules, runs_of(&pairs, &[])).is_none(),
+            SliceRunAhead::fitted(runs_of(&pairs, &[]), &input, &rules).is_err(),
             "taint rules"
         );
-        assert!(SliceRunAhead::fitted(runs_of(&pairs, &[]), &input, &rules).is_err());
         let objects: Vec<SliceInput<'_>> = slices[..6].iter().map(SliceInput::from).collect();
         assert!(
-            runs_ahead(&objects, &[], runs_of(&pairs, &[])).is_none(),
+            SliceRunAhead::fitted(runs_of(&pairs, &[]), &objects, &[]).is_err(),
             "objects"
         );
         // Runs not taken are not used: the index is the one of its input.
