@@ -110,8 +110,7 @@ pub struct PreparedSpec {
     /// (sub)request the selector set and count. Claims with equal keys are rejected by the
     /// same nodes in the same state.
     pub(crate) fit_key: Vec<u64>,
-    /// Per constraint, what the search needs of it besides its kind (`None` for an empty
-    /// constraint).
+    /// Per constraint, what the search needs of it (`None` for an empty constraint).
     pub(crate) constraint_plans: Vec<Option<ConstraintPlan>>,
 }
 
@@ -119,6 +118,8 @@ pub struct PreparedSpec {
 /// than at every device the search tries.
 #[derive(Debug)]
 pub(crate) struct ConstraintPlan {
+    /// A `distinctAttribute` constraint (else a `matchAttribute` one).
+    pub(crate) distinct: bool,
     /// Where each device keeps the constraint's attribute.
     pub(crate) column: Arc<AttributeColumn>,
     /// `[request][subrequest]` (one entry for an exact request): whether the constraint
@@ -133,15 +134,15 @@ impl ConstraintPlan {
         requests: &[PreparedRequest],
         constraint: &ConstraintSpec,
     ) -> Option<Self> {
-        let (names, attribute) = match constraint {
+        let (names, attribute, distinct) = match constraint {
             ConstraintSpec::MatchAttribute {
                 requests,
                 attribute,
-            }
-            | ConstraintSpec::DistinctAttribute {
+            } => (requests, attribute, false),
+            ConstraintSpec::DistinctAttribute {
                 requests,
                 attribute,
-            } => (requests, attribute),
+            } => (requests, attribute, true),
             ConstraintSpec::Empty => return None,
         };
         let applies = requests
@@ -156,6 +157,7 @@ impl ConstraintPlan {
             })
             .collect();
         Some(ConstraintPlan {
+            distinct,
             column: index.attribute_column(attribute),
             applies,
         })
@@ -500,6 +502,8 @@ mod tests {
         assert_eq!(applies(plans[3].unwrap()), [true, false, true]);
         assert_eq!(applies(plans[4].unwrap()), [false, false, false]);
         assert!(plans[5].is_none(), "an empty constraint has no plan");
+        let distinct: Vec<bool> = plans[..5].iter().map(|p| p.unwrap().distinct).collect();
+        assert_eq!(distinct, [false, false, true, false, false]);
         // Out of range (a request the claim does not have) applies nowhere.
         assert!(!plans[0].unwrap().applies(2, 0) && !plans[0].unwrap().applies(1, 2));
         // Constraints on one attribute share its column.

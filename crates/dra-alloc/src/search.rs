@@ -12,9 +12,7 @@ use std::sync::Arc;
 use dra_types::Quantity;
 use k8s_openapi::api::resource::v1::DeviceToleration;
 
-use crate::claims::{
-    AllocationMode, ConstraintPlan, ConstraintSpec, PreparedClaim, RequestBody, RequestSpec,
-};
+use crate::claims::{AllocationMode, ConstraintPlan, PreparedClaim, RequestBody, RequestSpec};
 use crate::index::{
     AttrValue, Capacity, ClassId, DeviceIdx, DeviceKey, Index, NodeId, RequestPolicy,
 };
@@ -107,19 +105,19 @@ fn same_kind_equal(a: &AttrValue, b: &AttrValue) -> Option<bool> {
 }
 
 impl<'a> ConstraintState<'a> {
-    fn new(spec: &ConstraintSpec, plan: Option<&'a ConstraintPlan>) -> Option<ConstraintState<'a>> {
-        let kind = match spec {
-            ConstraintSpec::MatchAttribute { .. } => ConstraintKind::Match { value: None },
-            ConstraintSpec::DistinctAttribute { .. } => ConstraintKind::Distinct {
+    fn new(plan: &'a ConstraintPlan) -> ConstraintState<'a> {
+        let kind = if plan.distinct {
+            ConstraintKind::Distinct {
                 values: BTreeMap::new(),
-            },
-            ConstraintSpec::Empty => return None,
+            }
+        } else {
+            ConstraintKind::Match { value: None }
         };
-        Some(ConstraintState {
-            plan: plan?,
+        ConstraintState {
+            plan,
             count: 0,
             kind,
-        })
+        }
     }
 
     /// Adds `device`, picked for (sub)request `sub` of request `request` (named `base`); its
@@ -299,10 +297,9 @@ impl<'a> Search<'a> {
                 ));
             }
             let mut constraints = Vec::with_capacity(claim.constraints.len());
-            for (i, spec) in claim.constraints.iter().enumerate() {
-                let plan = claim.constraint_plans.get(i).and_then(Option::as_ref);
-                match ConstraintState::new(spec, plan) {
-                    Some(c) => constraints.push(c),
+            for (i, plan) in claim.constraint_plans.iter().enumerate() {
+                match plan {
+                    Some(plan) => constraints.push(ConstraintState::new(plan)),
                     None => {
                         return Err(format!(
                             "claim {}, constraint #{i}: empty constraint (unsupported constraint type?)",
