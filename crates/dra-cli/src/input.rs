@@ -70,20 +70,19 @@ pub fn load_snapshot(
     if !files.is_empty() && files.iter().all(|f| f.as_os_str() != "-") {
         let (mut loaded, ahead) = load_converting_slices(files, helper)?;
         if !loaded.has_errors() {
-            let built =
-                match dra_sim::fit_slices_ahead(&SimInput::from_cluster(&loaded.cluster), ahead) {
-                    Ok(fitted) => {
-                        // The runs hold all the index needs of the slices, whose text is most of
-                        // the input (all of it shared by the slices, once the other objects are
-                        // read): freed before the index takes the runs, its memory serves the
-                        // index and the simulation instead of fresh pages.
-                        crate::leave_to_exit(crate::take_slices(&mut loaded.cluster));
-                        Snapshot::with_fitted_runs(&SimInput::from_cluster(&loaded.cluster), fitted)
-                    }
-                    Err(ahead) => {
-                        Snapshot::with_slices_ahead(&SimInput::from_cluster(&loaded.cluster), ahead)
-                    }
-                };
+            let built = match dra_sim::fit_slices_ahead(&loaded.cluster, ahead) {
+                Ok(fitted) => {
+                    // The runs hold all the index needs of the slices, whose text is most of
+                    // the input (all of it shared by the slices, once the other objects are
+                    // read): freed before the index takes the runs, its memory serves the
+                    // index and the simulation instead of fresh pages.
+                    crate::leave_to_exit(crate::take_slices(&mut loaded.cluster));
+                    Snapshot::with_fitted_runs(&SimInput::from_cluster(&loaded.cluster), fitted)
+                }
+                Err(ahead) => {
+                    Snapshot::with_slices_ahead(&SimInput::from_cluster(&loaded.cluster), ahead)
+                }
+            };
             match built {
                 Ok(snapshot) => {
                     crate::timings::mark("index");

@@ -137,24 +137,9 @@ impl<'a> SimInput<'a> {
                 .iter()
                 .map(|o| &*o.object)
                 .collect(),
-            slices: cluster
-                .resource_slices
-                .iter()
-                .map(|o| SliceInput::Object(&o.object))
-                .chain(cluster.slice_docs.iter().map(|o| match &*o.object {
-                    SliceDoc::Object(slice) => SliceInput::Object(slice),
-                    SliceDoc::Json(json) if json.end_unchecked() => {
-                        SliceInput::JsonToLineEnd(json.text())
-                    }
-                    SliceDoc::Json(json) => SliceInput::Json(json.text()),
-                }))
-                .collect(),
+            slices: slice_inputs(cluster),
             classes: cluster.device_classes.iter().map(|o| &*o.object).collect(),
-            taint_rules: cluster
-                .device_taint_rules
-                .iter()
-                .map(|o| &*o.object)
-                .collect(),
+            taint_rules: taint_rules(cluster),
             priority_classes: cluster
                 .priority_classes
                 .iter()
@@ -234,13 +219,35 @@ impl Snapshot {
     }
 }
 
-/// Whether the slices `ahead` converted are exactly `input`'s ([`SliceRunAhead::fitted`]):
+/// Whether the slices `ahead` converted are exactly `cluster`'s ([`SliceRunAhead::fitted`]):
 /// then [`Snapshot::with_fitted_runs`] builds the snapshot after the slices are freed.
 pub fn fit_slices_ahead(
-    input: &SimInput<'_>,
+    cluster: &dra_api::Cluster,
     ahead: Vec<SliceRunAhead>,
 ) -> Result<FittedRuns, Vec<SliceRunAhead>> {
-    SliceRunAhead::fitted(ahead, &input.slices, &input.taint_rules)
+    SliceRunAhead::fitted(ahead, &slice_inputs(cluster), &taint_rules(cluster))
+}
+
+/// The cluster's slices, in input order, as the index takes them.
+fn slice_inputs(cluster: &dra_api::Cluster) -> Vec<SliceInput<'_>> {
+    cluster
+        .resource_slices
+        .iter()
+        .map(|o| SliceInput::Object(&o.object))
+        .chain(cluster.slice_docs.iter().map(|o| match &*o.object {
+            SliceDoc::Object(slice) => SliceInput::Object(slice),
+            SliceDoc::Json(json) if json.end_unchecked() => SliceInput::JsonToLineEnd(json.text()),
+            SliceDoc::Json(json) => SliceInput::Json(json.text()),
+        }))
+        .collect()
+}
+
+fn taint_rules(cluster: &dra_api::Cluster) -> Vec<&DeviceTaintRule> {
+    cluster
+        .device_taint_rules
+        .iter()
+        .map(|o| &*o.object)
+        .collect()
 }
 
 /// Input the simulation cannot work with.
