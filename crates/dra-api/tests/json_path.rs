@@ -435,3 +435,49 @@ fn slice_sink_is_told_of_the_kept_texts_in_order() {
     assert!(!loaded.cluster.slice_docs.is_empty());
     assert!(told.is_empty(), "YAML slices are objects");
 }
+
+/// With a sink, the loader tells of the slices before it decodes the other documents; what
+/// it answers is still the answer without one, diagnostics included and in their order: a
+/// stream with objects before, between and after its slices, one that does not decode, a
+/// duplicate of a slice and of another object, and a slice whose metadata does not decode.
+#[test]
+fn slices_told_first_leave_the_answer_as_without() {
+    let lines = example_json_lines();
+    let slice_line = |line: &String| line.contains(r#""kind":"ResourceSlice""#);
+    let first_slice = lines.iter().position(slice_line).expect("a slice");
+    let other = lines
+        .iter()
+        .position(|line| !slice_line(line))
+        .expect("another object");
+    let mut mixed = lines.clone();
+    // Between slices: an object that does not decode, and duplicates of both kinds.
+    mixed.insert(
+        first_slice + 1,
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"broken"},"spec":{"containers":7}}"#
+            .to_string(),
+    );
+    mixed.insert(first_slice + 2, lines[first_slice].clone());
+    mixed.insert(first_slice + 3, lines[other].clone());
+    mixed.push(
+        r#"{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","metadata":{"name":7},"spec":{}}"#
+            .to_string(),
+    );
+    let text = mixed.join("\n") + "\n";
+    let (told_first, told) = load_telling("mixed.json", &text, 1);
+    let without = load_with("mixed.json", &text, 1, true);
+    assert!(without.diagnostics.len() >= 3, "{:?}", without.diagnostics);
+    assert_eq!(
+        format!("{:?}", told_first.diagnostics),
+        format!("{:?}", without.diagnostics)
+    );
+    assert_eq!(
+        format!("{:?}", told_first.cluster),
+        format!("{:?}", without.cluster)
+    );
+    // Every slice kept as text was told, in input order, the duplicate too (reported, and
+    // kept like any object whose load has errors).
+    let kept = kept_texts(&told_first);
+    assert_eq!(told, kept);
+    let slices = lines.iter().filter(|line| slice_line(line)).count();
+    assert_eq!(kept.len(), slices + 1, "{kept:?}");
+}
