@@ -306,7 +306,8 @@ pub fn stable_uuid_of_parts(parts: &[&[u8]]) -> String {
         text[HI_AT[k]] = DIGITS[((hi >> shift) & 0xf) as usize];
         text[LO_AT[k]] = DIGITS[((lo >> shift) & 0xf) as usize];
     }
-    String::from_utf8_lossy(&text).into_owned()
+    // ASCII by construction: each byte is its character.
+    text.iter().map(|&byte| char::from(byte)).collect()
 }
 
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;

@@ -101,15 +101,7 @@ fn run(
             message: e.to_string(),
         })?;
     }
-    // Nodes in byte-wise name order, whatever their input order.
-    let mut nodes: Vec<NodeId> = index.node_ids().collect();
-    nodes.sort_by(|a, b| {
-        index
-            .node_facts(*a)
-            .name
-            .as_bytes()
-            .cmp(index.node_facts(*b).name.as_bytes())
-    });
+    let nodes = nodes_by_name(index);
 
     let mut known = KnownRejections::new(index, &nodes, skip);
     let mut report = Report {
@@ -159,6 +151,35 @@ fn run(
     });
     report.claims = claims;
     Ok(report)
+}
+
+/// The index's nodes in byte-wise name order, whatever their input order: the order in which
+/// the loop tries them.
+fn nodes_by_name(index: &Index) -> Vec<NodeId> {
+    let mut nodes: Vec<NodeId> = index.node_ids().collect();
+    nodes.sort_by(|a, b| {
+        index
+            .node_facts(*a)
+            .name
+            .as_bytes()
+            .cmp(index.node_facts(*b).name.as_bytes())
+    });
+    nodes
+}
+
+/// A job for another thread while the reference loop starts over `snapshot`: gathering the
+/// nodes' pools (which the index keeps for the allocator) from the last node the loop tries
+/// to the first. The loop gathers them all from the first one on before its first pod
+/// ([`KnownRejections`]); the two meet in the middle (a node's pools are gathered once,
+/// whoever asks first, and the other waits for them), and the loop's answer is the same.
+pub fn gather_pools_from_the_last_node(snapshot: &Snapshot) -> impl FnOnce() + Send + 'static {
+    let index = Arc::clone(&snapshot.index);
+    move || {
+        for node in nodes_by_name(&index).into_iter().rev() {
+            // An error is kept with the node's pools, for the allocator to report.
+            let _ = index.node_pools(node);
+        }
+    }
 }
 
 fn claim_display(claim: &ResourceClaim) -> String {

@@ -2,7 +2,8 @@
 //! the report of `run_first_fit` (devices, nodes, reasons, steps and Allocate calls) is the
 //! report of `run_first_fit_every_node`, on generated clusters of every shape and on the
 //! conformance corpus. Nor does handing the outcomes over one by one
-//! (`run_first_fit_snapshot_each`): they and the totals make the same report.
+//! (`run_first_fit_snapshot_each`): they and the totals make the same report, also with the
+//! nodes' pools gathered by another thread meanwhile (`gather_pools_from_the_last_node`).
 
 mod common;
 
@@ -35,6 +36,25 @@ fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -
     if streamed != a {
         failures.push(format!(
             "{name}, handed over: {}",
+            first_difference(&a, &streamed)
+        ));
+    }
+    // With the nodes' pools gathered from the other end by another thread meanwhile (what
+    // `dra simulate`'s helper does): the same report.
+    let snapshot = dra_sim::Snapshot::new(&input).expect("indexes");
+    let gatherer = std::thread::spawn(dra_sim::gather_pools_from_the_last_node(&snapshot));
+    let mut handed = Vec::new();
+    let streamed =
+        dra_sim::run_first_fit_snapshot_each(&input, &snapshot, |outcome| handed.push(outcome))
+            .expect("runs");
+    gatherer.join().expect("the pools are gathered");
+    let streamed = text(&Report {
+        results: handed,
+        ..streamed
+    });
+    if streamed != a {
+        failures.push(format!(
+            "{name}, pools gathered beside: {}",
             first_difference(&a, &streamed)
         ));
     }
