@@ -40,7 +40,7 @@ use dra_memfns as _;
 
 /// A bound for buffers that need not be larger (the JSON output's, the batches the reference
 /// loop hands its writer). A block within it shares a mimalloc page with the blocks of its
-/// size class (pages of 128 KiB for blocks up to 16 KiB, as `.cargo/config.toml` builds
+/// size class (pages of 64 KiB for blocks up to 8 KiB, as `.cargo/config.toml` builds
 /// mimalloc); a larger one takes a page of its own, and in a small run a new page is often a
 /// fresh 2 MiB huge page to zero.
 pub(crate) const SMALL_BLOCK_MAX: usize = 8 * 1024;

@@ -21,42 +21,37 @@ fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -
     if a != b {
         failures.push(format!("{name}: {}", first_difference(&a, &b)));
     }
-    let snapshot = dra_sim::Snapshot::new(&input).expect("indexes");
-    let mut handed = Vec::new();
-    let streamed =
-        dra_sim::run_first_fit_snapshot_each(&input, &snapshot, |outcome| handed.push(outcome))
-            .expect("runs");
-    assert!(streamed.results.is_empty(), "{name}: outcomes kept");
-    assert_eq!(streamed.skipped_calls, fast.skipped_calls, "{name}");
-    check_recorded_allocations(name, &fast, &streamed, &handed, failures);
-    let streamed = text(&Report {
-        results: handed,
-        ..streamed
-    });
-    if streamed != a {
-        failures.push(format!(
-            "{name}, handed over: {}",
-            first_difference(&a, &streamed)
-        ));
-    }
-    // With the nodes' pools gathered from the other end by another thread meanwhile (what
-    // `dra simulate`'s helper does): the same report.
-    let snapshot = dra_sim::Snapshot::new(&input).expect("indexes");
-    let gatherer = std::thread::spawn(dra_sim::gather_pools_from_the_last_node(&snapshot));
-    let mut handed = Vec::new();
-    let streamed =
-        dra_sim::run_first_fit_snapshot_each(&input, &snapshot, |outcome| handed.push(outcome))
-            .expect("runs");
-    gatherer.join().expect("the pools are gathered");
-    let streamed = text(&Report {
-        results: handed,
-        ..streamed
-    });
-    if streamed != a {
-        failures.push(format!(
-            "{name}, pools gathered beside: {}",
-            first_difference(&a, &streamed)
-        ));
+    // Handed over one by one; then again with the nodes' pools gathered from the other end
+    // by another thread meanwhile (what `dra simulate`'s helper does).
+    for gathered_beside in [false, true] {
+        let snapshot = dra_sim::Snapshot::new(&input).expect("indexes");
+        let gatherer = gathered_beside
+            .then(|| std::thread::spawn(dra_sim::gather_pools_from_the_last_node(&snapshot)));
+        let mut handed = Vec::new();
+        let streamed =
+            dra_sim::run_first_fit_snapshot_each(&input, &snapshot, |outcome| handed.push(outcome))
+                .expect("runs");
+        if let Some(gatherer) = gatherer {
+            gatherer.join().expect("the pools are gathered");
+        }
+        assert!(streamed.results.is_empty(), "{name}: outcomes kept");
+        assert_eq!(streamed.skipped_calls, fast.skipped_calls, "{name}");
+        check_recorded_allocations(name, &fast, &streamed, &handed, failures);
+        let streamed = text(&Report {
+            results: handed,
+            ..streamed
+        });
+        if streamed != a {
+            let how = if gathered_beside {
+                "pools gathered beside"
+            } else {
+                "handed over"
+            };
+            failures.push(format!(
+                "{name}, {how}: {}",
+                first_difference(&a, &streamed)
+            ));
+        }
     }
     fast.skipped_calls
 }
