@@ -147,6 +147,7 @@ pub fn convert(texts: &[SliceText]) -> SliceRunAhead {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dra_alloc::SliceInput;
     use dra_api::{LoadOptions, SliceDoc};
 
     /// The texts of `count` slices kept as JSON by a load.
@@ -175,9 +176,9 @@ mod tests {
             .collect()
     }
 
-    /// A helper beside the loader converts every slice it is given from the front, whether
-    /// it finds the next one while looking busily or only once woken from its sleep (slices
-    /// far apart), and stops at the middle of the rest once loading is done.
+    /// A helper beside the loader converts every slice it is given, in order, whether it
+    /// finds the next one while looking busily or only once woken from its sleep (slices far
+    /// apart), and ends once loading is done and nothing is left for it.
     #[test]
     fn the_helper_converts_slices_given_near_and_far_apart() {
         let texts = slice_texts(8);
@@ -203,6 +204,19 @@ mod tests {
             assert!(back.is_empty());
             let front = helper.join().expect("the helper ends");
             assert_eq!(front.len(), texts.len());
+            // The very texts, in order: the run fits them as the index would take them.
+            let inputs: Vec<SliceInput<'_>> = texts
+                .iter()
+                .map(|text| match text.end_unchecked() {
+                    true => SliceInput::JsonToLineEnd(text.text()),
+                    false => SliceInput::Json(text.text()),
+                })
+                .collect();
+            assert!(SliceRunAhead::fit(
+                std::slice::from_ref(&front),
+                &inputs,
+                &[]
+            ));
         });
     }
 }
