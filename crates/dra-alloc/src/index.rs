@@ -1218,6 +1218,19 @@ impl Index {
         (0..self.nodes.len() as u32).map(NodeId)
     }
 
+    /// All nodes in byte-wise name order, whatever their input order (nodes of one name in
+    /// input order): the order in which the scheduler and the reference loop try them.
+    pub fn node_ids_by_name(&self) -> Vec<NodeId> {
+        let mut nodes: Vec<NodeId> = self.node_ids().collect();
+        nodes.sort_by(|a, b| {
+            self.node_facts(*a)
+                .name
+                .as_bytes()
+                .cmp(self.node_facts(*b).name.as_bytes())
+        });
+        nodes
+    }
+
     /// Name and labels of a node.
     pub fn node_facts(&self, node: NodeId) -> &NodeFacts {
         &self.nodes[node.0 as usize].facts

@@ -18,7 +18,7 @@ use dra_api::{SliceSink, SliceText};
 
 /// How long the helper looks for the next slice busily before it sleeps: longer than the
 /// loader takes from one slice to the next, or from reading the input to its first slice
-/// (about 0.15 ms for gpu-nic, behind its nodes), short enough that a long gap costs little
+/// (about 0.15 ms for gpu-nic), short enough that a long gap costs little
 /// CPU.
 const LOOK_BEFORE_SLEEPING: Duration = Duration::from_millis(1);
 

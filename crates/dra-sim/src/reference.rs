@@ -101,7 +101,7 @@ fn run(
             message: e.to_string(),
         })?;
     }
-    let nodes = nodes_by_name(index);
+    let nodes = index.node_ids_by_name();
 
     let mut known = KnownRejections::new(index, &nodes, skip);
     let mut report = Report {
@@ -153,20 +153,6 @@ fn run(
     Ok(report)
 }
 
-/// The index's nodes in byte-wise name order, whatever their input order: the order in which
-/// the loop tries them.
-fn nodes_by_name(index: &Index) -> Vec<NodeId> {
-    let mut nodes: Vec<NodeId> = index.node_ids().collect();
-    nodes.sort_by(|a, b| {
-        index
-            .node_facts(*a)
-            .name
-            .as_bytes()
-            .cmp(index.node_facts(*b).name.as_bytes())
-    });
-    nodes
-}
-
 /// A job for another thread while the reference loop starts over `snapshot`: gathering the
 /// nodes' pools (which the index keeps for the allocator) from the last node the loop tries
 /// to the first. The loop gathers them all from the first one on before its first pod
@@ -175,7 +161,7 @@ fn nodes_by_name(index: &Index) -> Vec<NodeId> {
 pub fn gather_pools_from_the_last_node(snapshot: &Snapshot) -> impl FnOnce() + Send + 'static {
     let index = Arc::clone(&snapshot.index);
     move || {
-        for node in nodes_by_name(&index).into_iter().rev() {
+        for node in index.node_ids_by_name().into_iter().rev() {
             // An error is kept with the node's pools, for the allocator to report.
             let _ = index.node_pools(node);
         }

@@ -616,12 +616,7 @@ impl<'a> Engine<'a> {
             node_names.push(node.facts.name.clone());
             nodes.push(node);
         }
-        let mut order: Vec<NodeId> = index.node_ids().collect();
-        order.sort_by(|a, b| {
-            node_names[a.0 as usize]
-                .as_bytes()
-                .cmp(node_names[b.0 as usize].as_bytes())
-        });
+        let order = index.node_ids_by_name();
         let mut rank = vec![0; order.len()];
         for (position, node) in order.iter().enumerate() {
             rank[node.0 as usize] = position;

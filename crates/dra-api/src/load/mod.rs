@@ -706,10 +706,9 @@ fn json_stream(text: &str) -> Result<Vec<(u32, DocRoot)>, (String, u32)> {
 /// `lines` holds the chunk's per-node lines once a conversion error asks for them; `sink` is
 /// told of each deferred slice ([`LoadOptions::slice_sink`]). With a sink, the chunk's heads
 /// are scanned and its slices told before any other document is decoded: the thread that
-/// converts slices starts at once instead of after the nodes and whatever else comes first
-/// (a stream of `dra gen` or `kubectl get` has the nodes before the slices, and decoding
-/// gpu-nic's 64 nodes kept the converter idle 0.2-0.3 ms). The answer is the same, in the
-/// same order.
+/// converts slices starts at once instead of after whatever comes first (`dra gen` writes
+/// the nodes before the slices, and decoding gpu-nic's 64 nodes kept the converter idle
+/// 0.2-0.3 ms). The answer is the same, in the same order.
 fn json_direct(
     file: &Arc<str>,
     source: &Arc<String>,
