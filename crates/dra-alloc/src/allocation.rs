@@ -135,9 +135,20 @@ impl fmt::Debug for Allocation {
     }
 }
 
-/// Serialised as the object, which is not kept ([`Allocation::result`]).
+/// Serialised as the object, which picks not yet written serialise without making it
+/// ([`ClaimPicks::serialize_result`]).
 impl Serialize for Allocation {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        AllocationResult::serialize(&self.result(), serializer)
+        match &self.0 {
+            Form::Written(result) => result.serialize(serializer),
+            Form::Picked(picks) => match picks.written.get() {
+                Some(result) => result.serialize(serializer),
+                None => {
+                    picks
+                        .picks
+                        .serialize_result(&picks.index, picks.node, &picks.claim, serializer)
+                }
+            },
+        }
     }
 }

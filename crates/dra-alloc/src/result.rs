@@ -10,6 +10,8 @@ use k8s_openapi::api::resource::v1::{
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
 
+use serde::ser::{Serialize, SerializeMap, SerializeSeq, SerializeStruct, Serializer};
+
 use crate::claims::{PreparedClaim, RequestBody, RequestSpec};
 use crate::index::{DeviceIdx, DeviceKey, Index, NodeId};
 use crate::quantity::CapacityAmounts;
@@ -197,6 +199,224 @@ impl ClaimPicks {
             }),
             node_selector,
         }
+    }
+}
+
+/// [`ClaimPicks::build`]'s object as it serialises, written from the picks without making
+/// it ([`ClaimPicks::serialize_result`]): the same calls of the serializer with the same
+/// values, field for field, as `k8s-openapi`'s `Serialize` of each type makes them.
+struct ResultOfPicks<'p> {
+    picks: &'p ClaimPicks,
+    index: &'p Index,
+    node: NodeId,
+    claim: &'p PreparedClaim,
+}
+
+impl ClaimPicks {
+    /// Serialises [`ClaimPicks::build`]'s object without making it: its strings, lists and
+    /// maps (a dozen allocations a claim), freed right after, were most of what writing a
+    /// simulation's answer cost. Allocations with configuration are rare and built first.
+    pub fn serialize_result<S: Serializer>(
+        &self,
+        index: &Index,
+        node: NodeId,
+        claim: &PreparedClaim,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        if !build_config(index, self, claim).is_empty() {
+            return self.build(index, node, claim).serialize(serializer);
+        }
+        ResultOfPicks {
+            picks: self,
+            index,
+            node,
+            claim,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// `AllocationResult`, without `allocationTimestamp` and with `devices` always set.
+impl Serialize for ResultOfPicks<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let this_node = matches!(self.picks.selector, SelectorPlan::ThisNode);
+        let written = match &self.picks.selector {
+            SelectorPlan::ThisNode => None,
+            SelectorPlan::Written(selector) => selector.as_ref(),
+        };
+        let has_selector = this_node || written.is_some();
+        let mut state =
+            serializer.serialize_struct("AllocationResult", 1 + usize::from(has_selector))?;
+        state.serialize_field("devices", &DevicesOfPicks(self))?;
+        if this_node {
+            let name = &self.index.node_facts(self.node).name;
+            state.serialize_field("nodeSelector", &ThisNodeSelector(name))?;
+        } else if let Some(selector) = written {
+            state.serialize_field("nodeSelector", selector)?;
+        }
+        state.end()
+    }
+}
+
+/// `DeviceAllocationResult` without `config` (the caller checked there is none).
+struct DevicesOfPicks<'r, 'p>(&'r ResultOfPicks<'p>);
+
+impl Serialize for DevicesOfPicks<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut state = serializer.serialize_struct("DeviceAllocationResult", 1)?;
+        state.serialize_field("results", &DeviceResultsOfPicks(self.0))?;
+        state.end()
+    }
+}
+
+/// The `results` list: one entry per pick with a request, in pick order.
+struct DeviceResultsOfPicks<'r, 'p>(&'r ResultOfPicks<'p>);
+
+impl Serialize for DeviceResultsOfPicks<'_, '_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let ResultOfPicks {
+            picks,
+            index,
+            claim,
+            ..
+        } = *self.0;
+        let results = picks
+            .devices
+            .iter()
+            .filter(|pick| request_view(claim, pick.request, pick.sub).is_some())
+            .count();
+        let mut list = serializer.serialize_seq(Some(results))?;
+        for (position, pick) in picks.devices.iter().enumerate() {
+            if let Some(request) = request_view(claim, pick.request, pick.sub) {
+                list.serialize_element(&DeviceResultOfPick {
+                    index,
+                    claim,
+                    position,
+                    pick,
+                    request,
+                })?;
+            }
+        }
+        list.end()
+    }
+}
+
+/// `DeviceRequestAllocationResult` of one pick ([`device_result`]'s object).
+struct DeviceResultOfPick<'p> {
+    index: &'p Index,
+    claim: &'p PreparedClaim,
+    position: usize,
+    pick: &'p Pick,
+    request: RequestView<'p>,
+}
+
+impl Serialize for DeviceResultOfPick<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let DeviceResultOfPick {
+            index,
+            claim,
+            position,
+            pick,
+            ref request,
+        } = *self;
+        let entry = index.device(pick.device);
+        let (driver, pool, device) = index.key_names(entry.key);
+        let admin = request.spec.admin();
+        let binding = index.features.device_binding_and_status;
+        let binding_conditions = entry.binding_conditions.as_ref().filter(|_| binding);
+        let binding_failure_conditions = entry
+            .binding_failure_conditions
+            .as_ref()
+            .filter(|_| binding);
+        let consumed = pick.consumed_capacity.as_ref();
+        let share_id = shares_device(index, pick.device)
+            .then(|| share_id(claim, position, driver, pool, device));
+        let tolerations = &request.spec.tolerations;
+        let fields = 4
+            + usize::from(admin)
+            + usize::from(binding_conditions.is_some())
+            + usize::from(binding_failure_conditions.is_some())
+            + usize::from(consumed.is_some())
+            + usize::from(share_id.is_some())
+            + usize::from(!tolerations.is_empty());
+        let mut state = serializer.serialize_struct("DeviceRequestAllocationResult", fields)?;
+        if admin {
+            state.serialize_field("adminAccess", &true)?;
+        }
+        if let Some(conditions) = binding_conditions {
+            state.serialize_field("bindingConditions", conditions)?;
+        }
+        if let Some(conditions) = binding_failure_conditions {
+            state.serialize_field("bindingFailureConditions", conditions)?;
+        }
+        if let Some(consumed) = consumed {
+            state.serialize_field("consumedCapacity", &ConsumedOfPick(consumed))?;
+        }
+        state.serialize_field("device", device)?;
+        state.serialize_field("driver", driver)?;
+        state.serialize_field("pool", pool)?;
+        match request.parent {
+            Some(_) => state.serialize_field("request", &request.request_name())?,
+            None => state.serialize_field("request", &request.spec.name)?,
+        }
+        if let Some(share_id) = &share_id {
+            state.serialize_field("shareID", share_id)?;
+        }
+        if !tolerations.is_empty() {
+            state.serialize_field("tolerations", tolerations)?;
+        }
+        state.end()
+    }
+}
+
+/// `consumedCapacity`: each amount's canonical text, by name (the amounts are sorted by name
+/// and distinct, as the object's map is).
+struct ConsumedOfPick<'p>(&'p CapacityAmounts);
+
+impl Serialize for ConsumedOfPick<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, amount) in self.0 {
+            map.serialize_entry(name, &WireQuantity(amount.to_canonical_string()))?;
+        }
+        map.end()
+    }
+}
+
+/// [`this_node`]'s selector.
+struct ThisNodeSelector<'n>(&'n str);
+
+impl Serialize for ThisNodeSelector<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        struct Terms<'n>(&'n str);
+        impl Serialize for Terms<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut list = serializer.serialize_seq(Some(1))?;
+                list.serialize_element(&Term(self.0))?;
+                list.end()
+            }
+        }
+        struct Term<'n>(&'n str);
+        impl Serialize for Term<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut state = serializer.serialize_struct("NodeSelectorTerm", 1)?;
+                state.serialize_field("matchFields", &[Requirement(self.0)][..])?;
+                state.end()
+            }
+        }
+        struct Requirement<'n>(&'n str);
+        impl Serialize for Requirement<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let mut state = serializer.serialize_struct("NodeSelectorRequirement", 3)?;
+                state.serialize_field("key", "metadata.name")?;
+                state.serialize_field("operator", "In")?;
+                state.serialize_field("values", &[self.0][..])?;
+                state.end()
+            }
+        }
+        let mut state = serializer.serialize_struct("NodeSelector", 1)?;
+        state.serialize_field("nodeSelectorTerms", &Terms(self.0))?;
+        state.end()
     }
 }
 

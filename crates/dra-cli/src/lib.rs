@@ -14,6 +14,7 @@ mod hand_over;
 mod helper;
 mod input;
 mod output;
+mod pretty_json;
 mod slices_ahead;
 pub mod timings;
 

@@ -278,6 +278,34 @@ fn run_case(dir: &Path) -> Result<(), String> {
 fn check_report(dir: &Path, cluster: &dra_api::Cluster) -> Result<(), String> {
     let input = dra_sim::SimInput::from_cluster(cluster);
     let report = dra_sim::run_first_fit(&input).map_err(|e| e.to_string())?;
+    // The streamed loop hands its allocations over as picks, which serialise without
+    // making their objects (`ClaimPicks::serialize_result`): the same text as the objects,
+    // and as the report's.
+    let snapshot = dra_sim::Snapshot::new(&input).map_err(|e| e.to_string())?;
+    let mut outcomes = Vec::new();
+    dra_sim::run_first_fit_snapshot_each(&input, &snapshot, |outcome| outcomes.push(outcome))
+        .map_err(|e| e.to_string())?;
+    if outcomes.len() != report.results.len() {
+        return Err(format!(
+            "{} outcomes streamed, {} reported",
+            outcomes.len(),
+            report.results.len()
+        ));
+    }
+    for (outcome, result) in outcomes.iter().zip(&report.results) {
+        for ((claim, allocation), (_, kept)) in
+            outcome.allocations.iter().zip(result.allocations.iter())
+        {
+            let direct = serde_json::to_string(&**allocation).map_err(|e| e.to_string())?;
+            let object = serde_json::to_string(&*allocation.result()).map_err(|e| e.to_string())?;
+            let reported = serde_json::to_string(&**kept).map_err(|e| e.to_string())?;
+            if direct != object || direct != reported {
+                return Err(format!(
+                    "{claim}: the picks serialise as\n{direct}\nthe object as\n{object}\nthe report's as\n{reported}"
+                ));
+            }
+        }
+    }
     let actual = normalize(&serde_json::to_value(&report).map_err(|e| e.to_string())?);
     let expected_doc: Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("expected.json")).map_err(|e| e.to_string())?,

@@ -48,8 +48,9 @@ pub fn run(out: &Out, args: &GenArgs) -> Result<(), Failure> {
         spec.seed = seed;
     }
     let seed = spec.seed.to_string();
-    let stdout = std::io::stdout();
-    let mut writer = std::io::BufWriter::new(stdout.lock());
+    // Straight to the descriptor: through the standard line-buffered handle every buffer
+    // would be two writes.
+    let mut writer = std::io::BufWriter::new(crate::output::StdoutDirect::new());
     let result = if out.format == OutputFormat::Json {
         dra_gen::generate_json_lines(&spec, &mut writer)
     } else {

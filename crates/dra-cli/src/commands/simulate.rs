@@ -6,7 +6,6 @@
 //! rendering helpers here are shared with `dra explain`.
 
 use std::cell::Cell;
-use std::io::{BufWriter, Stdout};
 use std::sync::Arc;
 use std::thread::Thread;
 
@@ -22,7 +21,7 @@ use crate::cli::{NodePick, OutputFormat, SimulateArgs};
 use crate::commands::table;
 use crate::helper::Helper;
 use crate::input;
-use crate::output::{Out, json_stdout, write_json};
+use crate::output::{Out, StdoutDirect, json_stdout, write_json};
 
 pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
     // The snapshot holds what the simulation needs of the slices, which are most of a large
@@ -209,7 +208,7 @@ fn stream_reference(
 
 /// The writer thread of [`stream_reference`]: the document, once the loop hands over its
 /// first outcomes or its end; nothing when the loop stops before it starts.
-fn write_handed(stdout: BufWriter<Stdout>, hand_over: &HandOver) -> Result<(), Failure> {
+fn write_handed(stdout: StdoutDirect, hand_over: &HandOver) -> Result<(), Failure> {
     let first = receive(hand_over);
     if matches!(first.first(), Some(Handed::Stopped)) {
         crate::leave_to_exit(stdout);
