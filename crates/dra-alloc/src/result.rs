@@ -479,15 +479,29 @@ fn share_id(
     pool: &str,
     device: &str,
 ) -> String {
-    let position = position.to_string();
+    let mut digits = [0; 20];
     stable_uuid_of_parts(&[
         claim.namespace.as_bytes(),
         claim.name.as_bytes(),
-        position.as_bytes(),
+        decimal(position, &mut digits),
         driver.as_bytes(),
         pool.as_bytes(),
         device.as_bytes(),
     ])
+}
+
+/// `number`'s decimal digits, written into the end of `digits` (what `to_string` writes,
+/// without a String for it).
+fn decimal(mut number: usize, digits: &mut [u8; 20]) -> &[u8] {
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (number % 10) as u8;
+        number /= 10;
+        if number == 0 {
+            return &digits[start..];
+        }
+    }
 }
 
 /// A version-4-shaped UUID derived from `bytes` (two FNV-1a hashes), for identifiers that
@@ -526,8 +540,11 @@ pub fn stable_uuid_of_parts(parts: &[&[u8]]) -> String {
         text[HI_AT[k]] = DIGITS[((hi >> shift) & 0xf) as usize];
         text[LO_AT[k]] = DIGITS[((lo >> shift) & 0xf) as usize];
     }
-    // ASCII by construction: each byte is its character.
-    text.iter().map(|&byte| char::from(byte)).collect()
+    // Checked as UTF-8 a word at a time (ASCII), where collecting the bytes as characters
+    // encoded each one on its own (as much as the hashing, for every share ID).
+    std::str::from_utf8(&text)
+        .expect("hexadecimal digits and dashes are ASCII")
+        .to_owned()
 }
 
 const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -722,6 +739,14 @@ mod tests {
     use super::*;
 
     /// The values of the joined text's FNV-1a hashes, computed independently.
+    #[test]
+    fn decimal_digits_are_to_strings() {
+        for number in [0, 1, 9, 10, 31, 99, 100, 12345, usize::MAX] {
+            let mut digits = [0; 20];
+            assert_eq!(decimal(number, &mut digits), number.to_string().as_bytes());
+        }
+    }
+
     #[test]
     fn stable_uuids_are_version_4_shaped_hashes_of_the_joined_parts() {
         assert_eq!(stable_uuid(b""), "cbf29ce4-8422-4325-8422-2325cbf29ce4");
