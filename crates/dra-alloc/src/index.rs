@@ -461,7 +461,7 @@ pub struct Index {
     node_by_name: WordHashMap<String, NodeId>,
     pub(crate) slices: Vec<SliceEntry>,
     pub(crate) devices: Vec<DeviceEntry>,
-    key_names: Vec<(Arc<str>, Arc<str>, Box<str>)>,
+    key_names: Vec<(Arc<str>, Arc<str>, Arc<str>)>,
     /// `driver \0 pool \0 device` -> key.
     key_by_name: WordHashMap<Box<[u8]>, DeviceKey>,
     /// The pool of each device key.
@@ -1122,28 +1122,26 @@ impl Index {
         Ok(index)
     }
 
+    /// The key of a device name triple, a new one for a triple not seen before. One hash
+    /// and one allocation (the table's key) a device; the names are shared with the slice's
+    /// and the device's own (the index is built from fresh slices, whose devices are nearly
+    /// all new: a lookup before the insertion was a second hash of every name).
     fn intern_key(
         &mut self,
         driver: &Arc<str>,
         pool: &Arc<str>,
         pool_key: u32,
-        device: &str,
+        device: &Arc<str>,
     ) -> DeviceKey {
-        let known = with_key_text(driver, pool, device, |name| {
-            self.key_by_name
-                .get(name)
-                .copied()
-                .ok_or_else(|| name.into())
-        });
-        match known {
-            Ok(key) => key,
-            Err(name) => {
-                let key = DeviceKey(self.key_names.len() as u32);
+        let next = DeviceKey(self.key_names.len() as u32);
+        match self.key_by_name.entry(key_text(driver, pool, device)) {
+            std::collections::hash_map::Entry::Occupied(known) => *known.get(),
+            std::collections::hash_map::Entry::Vacant(vacant) => {
+                vacant.insert(next);
                 self.key_names
-                    .push((driver.clone(), pool.clone(), device.into()));
+                    .push((driver.clone(), pool.clone(), device.clone()));
                 self.key_pool.push(pool_key);
-                self.key_by_name.insert(name, key);
-                key
+                next
             }
         }
     }
@@ -1317,6 +1315,17 @@ impl Index {
 /// Calls `f` with `driver \0 pool \0 device`, the text a device key is known by, written on the
 /// stack when it fits: looking a key up must not allocate (the simulation resolves every
 /// device of every allocation it makes).
+/// [`with_key_text`]'s text, as the key table keeps it.
+fn key_text(driver: &str, pool: &str, device: &str) -> Box<[u8]> {
+    let mut text = Vec::with_capacity(driver.len() + pool.len() + device.len() + 2);
+    text.extend_from_slice(driver.as_bytes());
+    text.push(0);
+    text.extend_from_slice(pool.as_bytes());
+    text.push(0);
+    text.extend_from_slice(device.as_bytes());
+    text.into_boxed_slice()
+}
+
 fn with_key_text<R>(driver: &str, pool: &str, device: &str, f: impl FnOnce(&[u8]) -> R) -> R {
     const ROOM: usize = 256;
     let len = driver.len() + pool.len() + device.len() + 2;
@@ -1356,6 +1365,20 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
 
     use super::*;
+
+    /// The key table's text is the text lookups build, for names short and long.
+    #[test]
+    fn keys_are_kept_as_they_are_looked_up() {
+        let long = "d".repeat(300);
+        for (driver, pool, device) in [
+            ("gpu.example.com", "node-1", "gpu-0"),
+            ("", "", ""),
+            ("a", long.as_str(), "b"),
+        ] {
+            let looked_up = with_key_text(driver, pool, device, <[u8]>::to_vec);
+            assert_eq!(&*key_text(driver, pool, device), looked_up.as_slice());
+        }
+    }
 
     /// Slices of several generated shapes (attributes of every kind, capacities with request
     /// policies, counter sets, consumed counters), with taints, a rule and two bad quantities.
