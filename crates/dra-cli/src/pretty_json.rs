@@ -108,6 +108,20 @@ impl<W: Write> PrettyWriter<W> {
         self.buffer.extend_from_slice(bytes);
     }
 
+    /// A float as serde_json writes it: `null` where it is not finite.
+    fn float(
+        &mut self,
+        finite: bool,
+        write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>,
+    ) -> Result {
+        if finite {
+            write(&mut self.buffer)?;
+        } else {
+            self.raw(b"null");
+        }
+        Ok(())
+    }
+
     fn hand_over_when_full(&mut self) -> io::Result<()> {
         if self.buffer.len() >= self.hand_over_at {
             self.writer.write_all(&self.buffer)?;
@@ -266,6 +280,42 @@ static ESCAPED: [bool; 256] = {
     escaped
 };
 
+/// `$then!` of serde's integer methods, each with its type and serde_json's formatter's method.
+macro_rules! for_each_integer {
+    ($then:ident) => {
+        $then! {
+            serialize_i8: i8 => write_i8,
+            serialize_i16: i16 => write_i16,
+            serialize_i32: i32 => write_i32,
+            serialize_i64: i64 => write_i64,
+            serialize_i128: i128 => write_i128,
+            serialize_u8: u8 => write_u8,
+            serialize_u16: u16 => write_u16,
+            serialize_u32: u32 => write_u32,
+            serialize_u64: u64 => write_u64,
+            serialize_u128: u128 => write_u128,
+        }
+    };
+}
+
+/// `serialize_f32` and `serialize_f64` through the serializer's own `float`, with serde_json's
+/// formatter's digits.
+macro_rules! floats {
+    () => {
+        fn serialize_f32(self, value: f32) -> Result {
+            self.float(value.is_finite(), |buffer| {
+                CompactFormatter.write_f32(buffer, value)
+            })
+        }
+
+        fn serialize_f64(self, value: f64) -> Result {
+            self.float(value.is_finite(), |buffer| {
+                CompactFormatter.write_f64(buffer, value)
+            })
+        }
+    };
+}
+
 /// A number as serde_json's formatter writes it.
 macro_rules! number {
     ($($method:ident: $type:ty => $write:ident,)*) => {$(
@@ -292,36 +342,9 @@ impl<'a, W: Write> ser::Serializer for &'a mut PrettyWriter<W> {
         Ok(())
     }
 
-    number! {
-        serialize_i8: i8 => write_i8,
-        serialize_i16: i16 => write_i16,
-        serialize_i32: i32 => write_i32,
-        serialize_i64: i64 => write_i64,
-        serialize_i128: i128 => write_i128,
-        serialize_u8: u8 => write_u8,
-        serialize_u16: u16 => write_u16,
-        serialize_u32: u32 => write_u32,
-        serialize_u64: u64 => write_u64,
-        serialize_u128: u128 => write_u128,
-    }
+    for_each_integer!(number);
 
-    fn serialize_f32(self, value: f32) -> Result {
-        if value.is_finite() {
-            CompactFormatter.write_f32(&mut self.buffer, value)?;
-        } else {
-            self.raw(b"null");
-        }
-        Ok(())
-    }
-
-    fn serialize_f64(self, value: f64) -> Result {
-        if value.is_finite() {
-            CompactFormatter.write_f64(&mut self.buffer, value)?;
-        } else {
-            self.raw(b"null");
-        }
-        Ok(())
-    }
+    floats!();
 
     fn serialize_char(self, value: char) -> Result {
         self.string(value.encode_utf8(&mut [0; 4]));
@@ -516,56 +539,30 @@ impl<'a, W: Write> Compound<'a, W> {
     }
 }
 
-impl<W: Write> ser::SerializeSeq for Compound<'_, W> {
-    type Ok = ();
-    type Error = JsonError;
+/// The traits of lists serde has (sequences, tuples, tuple structs and variants): entries
+/// one after the other.
+macro_rules! list_of_entries {
+    ($($trait:ident :: $method:ident,)*) => {$(
+        impl<W: Write> ser::$trait for Compound<'_, W> {
+            type Ok = ();
+            type Error = JsonError;
 
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
+                self.element(value)
+            }
 
-    fn end(self) -> Result {
-        Compound::end(self)
-    }
+            fn end(self) -> Result {
+                Compound::end(self)
+            }
+        }
+    )*};
 }
 
-impl<W: Write> ser::SerializeTuple for Compound<'_, W> {
-    type Ok = ();
-    type Error = JsonError;
-
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-
-    fn end(self) -> Result {
-        Compound::end(self)
-    }
-}
-
-impl<W: Write> ser::SerializeTupleStruct for Compound<'_, W> {
-    type Ok = ();
-    type Error = JsonError;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-
-    fn end(self) -> Result {
-        Compound::end(self)
-    }
-}
-
-impl<W: Write> ser::SerializeTupleVariant for Compound<'_, W> {
-    type Ok = ();
-    type Error = JsonError;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result {
-        self.element(value)
-    }
-
-    fn end(self) -> Result {
-        Compound::end(self)
-    }
+list_of_entries! {
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field,
 }
 
 impl<W: Write> ser::SerializeMap for Compound<'_, W> {
@@ -585,36 +582,49 @@ impl<W: Write> ser::SerializeMap for Compound<'_, W> {
     }
 }
 
-impl<W: Write> ser::SerializeStruct for Compound<'_, W> {
-    type Ok = ();
-    type Error = JsonError;
+/// The traits of structs serde has (structs and struct variants): named fields.
+macro_rules! named_fields {
+    ($($trait:ident,)*) => {$(
+        impl<W: Write> ser::$trait for Compound<'_, W> {
+            type Ok = ();
+            type Error = JsonError;
 
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result {
-        self.key(key)?;
-        self.value(value)
-    }
+            fn serialize_field<T: ?Sized + Serialize>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result {
+                self.key(key)?;
+                self.value(value)
+            }
 
-    fn end(self) -> Result {
-        Compound::end(self)
-    }
+            fn end(self) -> Result {
+                Compound::end(self)
+            }
+        }
+    )*};
 }
 
-impl<W: Write> ser::SerializeStructVariant for Compound<'_, W> {
-    type Ok = ();
-    type Error = JsonError;
-
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result {
-        self.key(key)?;
-        self.value(value)
-    }
-
-    fn end(self) -> Result {
-        Compound::end(self)
-    }
+named_fields! {
+    SerializeStruct,
+    SerializeStructVariant,
 }
 
 /// A map key: a string, or what serde_json writes as one (numbers and booleans in quotes).
 struct MapKey<'a, W: Write>(&'a mut PrettyWriter<W>);
+
+impl<W: Write> MapKey<'_, W> {
+    /// A float key as serde_json writes it: quoted, and refused where it is not finite.
+    fn float(self, finite: bool, write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> Result {
+        if !finite {
+            return Err(JsonError::Message("float key must be finite".into()));
+        }
+        self.0.buffer.push(b'"');
+        write(&mut self.0.buffer)?;
+        self.0.buffer.push(b'"');
+        Ok(())
+    }
+}
 
 /// A number key, quoted.
 macro_rules! number_key {
@@ -654,38 +664,9 @@ impl<W: Write> ser::Serializer for MapKey<'_, W> {
         Ok(())
     }
 
-    number_key! {
-        serialize_i8: i8 => write_i8,
-        serialize_i16: i16 => write_i16,
-        serialize_i32: i32 => write_i32,
-        serialize_i64: i64 => write_i64,
-        serialize_i128: i128 => write_i128,
-        serialize_u8: u8 => write_u8,
-        serialize_u16: u16 => write_u16,
-        serialize_u32: u32 => write_u32,
-        serialize_u64: u64 => write_u64,
-        serialize_u128: u128 => write_u128,
-    }
+    for_each_integer!(number_key);
 
-    fn serialize_f32(self, value: f32) -> Result {
-        if !value.is_finite() {
-            return Err(JsonError::Message("float key must be finite".into()));
-        }
-        self.0.buffer.push(b'"');
-        CompactFormatter.write_f32(&mut self.0.buffer, value)?;
-        self.0.buffer.push(b'"');
-        Ok(())
-    }
-
-    fn serialize_f64(self, value: f64) -> Result {
-        if !value.is_finite() {
-            return Err(JsonError::Message("float key must be finite".into()));
-        }
-        self.0.buffer.push(b'"');
-        CompactFormatter.write_f64(&mut self.0.buffer, value)?;
-        self.0.buffer.push(b'"');
-        Ok(())
-    }
+    floats!();
 
     fn serialize_unit_variant(
         self,
