@@ -34,13 +34,7 @@ impl Helper {
     pub fn start() -> Helper {
         let hand_over = Arc::new(HandOver::default());
         let theirs = Arc::clone(&hand_over);
-        let handle = dra_types::parallel::spawn_beside_owned(move || {
-            // The loader asks how many threads it may use once it has read its input, which
-            // is 12 system calls and about 0.02 ms the first time (the answer is remembered).
-            // The helper has a while before its first job's work comes: it asks first.
-            dra_types::parallel::available_threads();
-            run_jobs(&theirs)
-        });
+        let handle = dra_types::parallel::spawn_beside_owned(move || run_jobs(&theirs));
         Helper {
             hand_over,
             thread: handle.thread().clone(),

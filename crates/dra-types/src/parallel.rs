@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 /// standard function reads the process's cgroup files and its CPU set again, 12 system calls
 /// and about 0.02 ms on Linux, and a small `dra simulate` asked four times. A process's CPU
 /// quota can change while it runs; a command of a few seconds at most keeps the answer it
-/// started with.
+/// started with. The standard function counts the CPUs of the calling thread: the first call
+/// must come from a thread that may run on all of the process's, not from a helper kept off
+/// one ([`spawn_beside`]), whose answer (one fewer) would then be every thread's.
 pub fn available_threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
