@@ -328,6 +328,41 @@ fn closed_stdout_is_not_an_error() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// A simulation's JSON document, written straight to the standard output's descriptor, stops
+/// quietly when the reader goes away: streamed beside the first-fit loop, and written after
+/// the scored simulation.
+#[test]
+fn closed_stdout_ends_a_simulation_quietly() {
+    let generated = dra(&["gen", "gpu-nic", "--size", "64", "-o", "json"]);
+    assert_eq!(generated.status.code(), Some(0));
+    let file = std::env::temp_dir().join(format!("dra-closed-{}.json", std::process::id()));
+    std::fs::write(&file, &generated.stdout).expect("temporary file");
+    let path = file.to_str().expect("UTF-8 path");
+    for pick in [&["--node-pick", "first-fit"][..], &[]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_dra"))
+            .arg("simulate")
+            .args(pick)
+            .args(["-o", "json", path])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut first)
+            .expect("read");
+        let output = child.wait_with_output().expect("wait");
+        assert_eq!(first, "{\n", "{pick:?}");
+        assert_eq!(output.status.code(), Some(0), "{pick:?}");
+        assert!(
+            output.stderr.is_empty(),
+            "{pick:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    std::fs::remove_file(&file).ok();
+}
+
 #[test]
 fn simulate_answers_the_same_on_any_number_of_threads() {
     let generated = dra(&[
