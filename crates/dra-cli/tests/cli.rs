@@ -310,10 +310,11 @@ fn allocate_prints_claims_with_their_allocation() {
     );
 }
 
-#[test]
-fn closed_stdout_is_not_an_error() {
+/// Runs `dra` with `args`, reads the first line of its output and closes the pipe while dra
+/// is still writing; the line, and how dra ended.
+fn first_line_then_closed(args: &[&str]) -> (String, Output) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_dra"))
-        .args(["gen", "hgx", "--size", "200"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -322,10 +323,15 @@ fn closed_stdout_is_not_an_error() {
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut first)
         .expect("read");
-    // Dropping the reader closes the pipe while dra is still writing.
-    let status = child.wait().expect("wait");
+    // The reader is dropped here: the pipe closes.
+    (first, child.wait_with_output().expect("wait"))
+}
+
+#[test]
+fn closed_stdout_is_not_an_error() {
+    let (first, output) = first_line_then_closed(&["gen", "hgx", "--size", "200"]);
     assert!(first.starts_with('#'), "{first}");
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(0));
 }
 
 /// A simulation's JSON document, written straight to the standard output's descriptor, stops
@@ -339,19 +345,12 @@ fn closed_stdout_ends_a_simulation_quietly() {
     std::fs::write(&file, &generated.stdout).expect("temporary file");
     let path = file.to_str().expect("UTF-8 path");
     for pick in [&["--node-pick", "first-fit"][..], &[]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_dra"))
-            .arg("simulate")
-            .args(pick)
-            .args(["-o", "json", path])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let mut first = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut first)
-            .expect("read");
-        let output = child.wait_with_output().expect("wait");
+        let args: Vec<&str> = ["simulate"]
+            .into_iter()
+            .chain(pick.iter().copied())
+            .chain(["-o", "json", path])
+            .collect();
+        let (first, output) = first_line_then_closed(&args);
         assert_eq!(first, "{\n", "{pick:?}");
         assert_eq!(output.status.code(), Some(0), "{pick:?}");
         assert!(
