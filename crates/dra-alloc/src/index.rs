@@ -1312,9 +1312,6 @@ impl Index {
     }
 }
 
-/// Calls `f` with `driver \0 pool \0 device`, the text a device key is known by, written on the
-/// stack when it fits: looking a key up must not allocate (the simulation resolves every
-/// device of every allocation it makes).
 /// [`with_key_text`]'s text, as the key table keeps it.
 fn key_text(driver: &str, pool: &str, device: &str) -> Box<[u8]> {
     let mut text = Vec::with_capacity(driver.len() + pool.len() + device.len() + 2);
@@ -1326,6 +1323,9 @@ fn key_text(driver: &str, pool: &str, device: &str) -> Box<[u8]> {
     text.into_boxed_slice()
 }
 
+/// Calls `f` with `driver \0 pool \0 device`, the text a device key is known by, written on the
+/// stack when it fits: looking a key up must not allocate (the simulation resolves every
+/// device of every allocation it makes).
 fn with_key_text<R>(driver: &str, pool: &str, device: &str, f: impl FnOnce(&[u8]) -> R) -> R {
     const ROOM: usize = 256;
     let len = driver.len() + pool.len() + device.len() + 2;

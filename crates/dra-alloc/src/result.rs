@@ -738,7 +738,6 @@ fn add_new_requirements(from: &[NodeSelectorRequirement], to: &mut Vec<NodeSelec
 mod tests {
     use super::*;
 
-    /// The values of the joined text's FNV-1a hashes, computed independently.
     #[test]
     fn decimal_digits_are_to_strings() {
         for number in [0, 1, 9, 10, 31, 99, 100, 12345, usize::MAX] {
@@ -747,6 +746,7 @@ mod tests {
         }
     }
 
+    /// The values of the joined text's FNV-1a hashes, computed independently.
     #[test]
     fn stable_uuids_are_version_4_shaped_hashes_of_the_joined_parts() {
         assert_eq!(stable_uuid(b""), "cbf29ce4-8422-4325-8422-2325cbf29ce4");
