@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use k8s_openapi::api::resource::v1::{
     AllocationResult, DeviceAllocationConfiguration, DeviceAllocationResult,
-    DeviceRequestAllocationResult,
+    DeviceRequestAllocationResult, DeviceToleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
 
@@ -287,83 +287,117 @@ impl Serialize for DeviceResultsOfPicks<'_, '_> {
             .count();
         let mut list = serializer.serialize_seq(Some(results))?;
         for (position, pick) in picks.devices.iter().enumerate() {
-            if let Some(request) = request_view(claim, pick.request, pick.sub) {
-                list.serialize_element(&DeviceResultOfPick {
-                    index,
-                    claim,
-                    position,
-                    pick,
-                    request,
-                })?;
+            if let Some(fields) = device_fields(index, claim, position, pick) {
+                list.serialize_element(&fields)?;
             }
         }
         list.end()
     }
 }
 
-/// `DeviceRequestAllocationResult` of one pick ([`device_result`]'s object).
-struct DeviceResultOfPick<'p> {
+/// What one pick's `DeviceRequestAllocationResult` holds, borrowed where it can be: built into
+/// the object ([`device_result`]) or serialised as it ([`ClaimPicks::serialize_result`]), the
+/// one place that decides each field.
+struct DeviceResultFields<'p> {
+    request: RequestView<'p>,
+    driver: &'p str,
+    pool: &'p str,
+    device: &'p str,
+    admin: bool,
+    binding_conditions: Option<&'p Vec<String>>,
+    binding_failure_conditions: Option<&'p Vec<String>>,
+    consumed: Option<&'p CapacityAmounts>,
+    share_id: Option<String>,
+    tolerations: &'p [DeviceToleration],
+}
+
+/// The fields of the pick at `position`; `None` for a pick without a request.
+fn device_fields<'p>(
     index: &'p Index,
     claim: &'p PreparedClaim,
     position: usize,
     pick: &'p Pick,
-    request: RequestView<'p>,
-}
-
-impl Serialize for DeviceResultOfPick<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let DeviceResultOfPick {
-            index,
-            claim,
-            position,
-            pick,
-            ref request,
-        } = *self;
-        let entry = index.device(pick.device);
-        let (driver, pool, device) = index.key_names(entry.key);
-        let admin = request.spec.admin();
-        let binding = index.features.device_binding_and_status;
-        let binding_conditions = entry.binding_conditions.as_ref().filter(|_| binding);
-        let binding_failure_conditions = entry
+) -> Option<DeviceResultFields<'p>> {
+    let request = request_view(claim, pick.request, pick.sub)?;
+    let entry = index.device(pick.device);
+    let (driver, pool, device) = index.key_names(entry.key);
+    let binding = index.features.device_binding_and_status;
+    Some(DeviceResultFields {
+        admin: request.spec.admin(),
+        tolerations: &request.spec.tolerations,
+        request,
+        driver,
+        pool,
+        device,
+        binding_conditions: entry.binding_conditions.as_ref().filter(|_| binding),
+        binding_failure_conditions: entry
             .binding_failure_conditions
             .as_ref()
-            .filter(|_| binding);
-        let consumed = pick.consumed_capacity.as_ref();
-        let share_id = shares_device(index, pick.device)
-            .then(|| share_id(claim, position, driver, pool, device));
-        let tolerations = &request.spec.tolerations;
+            .filter(|_| binding),
+        consumed: pick.consumed_capacity.as_ref(),
+        share_id: shares_device(index, pick.device)
+            .then(|| share_id(claim, position, driver, pool, device)),
+    })
+}
+
+impl DeviceResultFields<'_> {
+    fn into_object(self) -> DeviceRequestAllocationResult {
+        DeviceRequestAllocationResult {
+            request: self.request.request_name(),
+            driver: self.driver.to_string(),
+            pool: self.pool.to_string(),
+            device: self.device.to_string(),
+            admin_access: self.admin.then_some(true),
+            tolerations: (!self.tolerations.is_empty()).then(|| self.tolerations.to_vec()),
+            share_id: self.share_id,
+            consumed_capacity: self.consumed.map(|consumed| {
+                consumed
+                    .iter()
+                    .map(|(name, q)| (name.clone(), WireQuantity(q.to_canonical_string())))
+                    .collect::<BTreeMap<_, _>>()
+            }),
+            binding_conditions: self.binding_conditions.cloned(),
+            binding_failure_conditions: self.binding_failure_conditions.cloned(),
+            skip_node_operations: None,
+        }
+    }
+}
+
+/// `DeviceRequestAllocationResult`, field for field as `k8s-openapi` serialises the object.
+impl Serialize for DeviceResultFields<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let fields = 4
-            + usize::from(admin)
-            + usize::from(binding_conditions.is_some())
-            + usize::from(binding_failure_conditions.is_some())
-            + usize::from(consumed.is_some())
-            + usize::from(share_id.is_some())
-            + usize::from(!tolerations.is_empty());
+            + usize::from(self.admin)
+            + usize::from(self.binding_conditions.is_some())
+            + usize::from(self.binding_failure_conditions.is_some())
+            + usize::from(self.consumed.is_some())
+            + usize::from(self.share_id.is_some())
+            + usize::from(!self.tolerations.is_empty());
         let mut state = serializer.serialize_struct("DeviceRequestAllocationResult", fields)?;
-        if admin {
+        if self.admin {
             state.serialize_field("adminAccess", &true)?;
         }
-        if let Some(conditions) = binding_conditions {
+        if let Some(conditions) = self.binding_conditions {
             state.serialize_field("bindingConditions", conditions)?;
         }
-        if let Some(conditions) = binding_failure_conditions {
+        if let Some(conditions) = self.binding_failure_conditions {
             state.serialize_field("bindingFailureConditions", conditions)?;
         }
-        if let Some(consumed) = consumed {
+        if let Some(consumed) = self.consumed {
             state.serialize_field("consumedCapacity", &ConsumedOfPick(consumed))?;
         }
-        state.serialize_field("device", device)?;
-        state.serialize_field("driver", driver)?;
-        state.serialize_field("pool", pool)?;
-        match request.parent {
-            Some(_) => state.serialize_field("request", &request.request_name())?,
-            None => state.serialize_field("request", &request.spec.name)?,
+        state.serialize_field("device", self.device)?;
+        state.serialize_field("driver", self.driver)?;
+        state.serialize_field("pool", self.pool)?;
+        match self.request.parent {
+            Some(_) => state.serialize_field("request", &self.request.request_name())?,
+            None => state.serialize_field("request", &self.request.spec.name)?,
         }
-        if let Some(share_id) = &share_id {
+        if let Some(share_id) = &self.share_id {
             state.serialize_field("shareID", share_id)?;
         }
-        if !tolerations.is_empty() {
-            state.serialize_field("tolerations", tolerations)?;
+        if !self.tolerations.is_empty() {
+            state.serialize_field("tolerations", self.tolerations)?;
         }
         state.end()
     }
@@ -426,42 +460,7 @@ fn device_result(
     position: usize,
     pick: &Pick,
 ) -> Option<DeviceRequestAllocationResult> {
-    let data = request_view(claim, pick.request, pick.sub)?;
-    let entry = index.device(pick.device);
-    let (driver, pool, device) = index.key_names(entry.key);
-    let share_id =
-        shares_device(index, pick.device).then(|| share_id(claim, position, driver, pool, device));
-    let binding = index.features.device_binding_and_status;
-    Some(DeviceRequestAllocationResult {
-        request: data.request_name(),
-        driver: driver.to_string(),
-        pool: pool.to_string(),
-        device: device.to_string(),
-        admin_access: data.spec.admin().then_some(true),
-        tolerations: if data.spec.tolerations.is_empty() {
-            None
-        } else {
-            Some(data.spec.tolerations.clone())
-        },
-        share_id,
-        consumed_capacity: pick.consumed_capacity.as_ref().map(|consumed| {
-            consumed
-                .iter()
-                .map(|(name, q)| (name.clone(), WireQuantity(q.to_canonical_string())))
-                .collect::<BTreeMap<_, _>>()
-        }),
-        binding_conditions: if binding {
-            entry.binding_conditions.clone()
-        } else {
-            None
-        },
-        binding_failure_conditions: if binding {
-            entry.binding_failure_conditions.clone()
-        } else {
-            None
-        },
-        skip_node_operations: None,
-    })
+    device_fields(index, claim, position, pick).map(DeviceResultFields::into_object)
 }
 
 /// Whether the allocation of `device` is one share of it (its result carries a share ID).
