@@ -49,7 +49,7 @@ impl Out {
                     .map_err(|e| Failure::Internal(format!("cannot render YAML: {e}")))?;
                 self.text(&text)
             }
-            OutputFormat::Json | OutputFormat::Table => write_json(json_stdout(), value),
+            OutputFormat::Json | OutputFormat::Table => write_json(StdoutDirect::new(), value),
         }
     }
 
@@ -74,13 +74,8 @@ impl Out {
 /// ([`crate::SMALL_BLOCK_MAX`]).
 const JSON_BUFFER: usize = crate::SMALL_BLOCK_MAX;
 
-/// Standard output for [`write_json`] (on any thread), which buffers its writes itself.
-pub fn json_stdout() -> StdoutDirect {
-    StdoutDirect::new()
-}
-
 /// Standard output written straight to its file descriptor, for a caller that buffers its
-/// writes itself.
+/// writes itself ([`write_json`], on any thread; `dra gen` through a `BufWriter`).
 ///
 /// The standard library's `Stdout` buffers by lines: a buffer of many lines goes out up to
 /// its last line break, and the rest is held until the next write, which writes it on its

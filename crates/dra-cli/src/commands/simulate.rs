@@ -21,7 +21,7 @@ use crate::cli::{NodePick, OutputFormat, SimulateArgs};
 use crate::commands::table;
 use crate::helper::Helper;
 use crate::input;
-use crate::output::{Out, StdoutDirect, json_stdout, write_json};
+use crate::output::{Out, StdoutDirect, write_json};
 
 pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
     // The snapshot holds what the simulation needs of the slices, which are most of a large
@@ -166,7 +166,7 @@ fn stream_reference(
     // the loop gathers before its first pod (0.1 ms of gpu-nic's loop on this thread alone).
     helper.run(dra_sim::gather_pools_from_the_last_node(snapshot));
     // Made here, so that the writer allocates nothing.
-    let stdout = json_stdout();
+    let stdout = StdoutDirect::new();
     let writer = {
         let hand_over = Arc::clone(&hand_over);
         helper.run(move || write_handed(stdout, &hand_over))
