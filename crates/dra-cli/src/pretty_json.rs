@@ -225,10 +225,9 @@ impl<W: Write> PrettyWriter<W> {
     }
 
     /// Closes what [`PrettyWriter::variant_key`] opened.
-    fn variant_done(&mut self) -> io::Result<()> {
+    fn variant_done(&mut self) {
         self.has_value = true;
         self.close(b'}');
-        Ok(())
     }
 }
 
@@ -412,7 +411,8 @@ impl<'a, W: Write> ser::Serializer for &'a mut PrettyWriter<W> {
     ) -> Result {
         self.variant_key(variant);
         value.serialize(&mut *self)?;
-        Ok(self.variant_done()?)
+        self.variant_done();
+        Ok(())
     }
 
     fn serialize_seq(self, len: Option<usize>) -> Result<Compound<'a, W>> {
@@ -533,7 +533,7 @@ impl<'a, W: Write> Compound<'a, W> {
             self.writer.close(self.close);
         }
         if self.in_variant {
-            self.writer.variant_done()?;
+            self.writer.variant_done();
         }
         Ok(())
     }
