@@ -73,16 +73,21 @@ static double in_new_process(double (*measure)(void)) {
         exit(1);
     }
     pid_t child = fork();
+    if (child < 0) {
+        perror("fork");
+        exit(1);
+    }
     if (child == 0) {
         double value = measure();
         if (write(fds[1], &value, sizeof value) != sizeof value) _exit(1);
         _exit(0);
     }
+    /* Only the child writes: a child that dies without writing ends the read at once. */
+    close(fds[1]);
     double value = -1;
     if (read(fds[0], &value, sizeof value) != sizeof value) value = -1;
     waitpid(child, NULL, 0);
     close(fds[0]);
-    close(fds[1]);
     return value;
 }
 
