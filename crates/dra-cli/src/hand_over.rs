@@ -1,6 +1,6 @@
 //! Handing items from one thread to a helper thread ([`HandOver`]).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -22,32 +22,44 @@ const SPIN_BEFORE_PARKING: Duration = Duration::from_millis(1);
 /// 0.15-0.2 ms longer than with it waiting busily. Pausing between looks without yielding
 /// took the CPU from the reference loop's claim maker, which shares the writer's CPU in
 /// large runs: scheduler-perf took 34-38 ms instead of 28-29.
+///
+/// One thread receives: the first to call [`HandOver::receive`], which the senders wake from
+/// then on. The senders need not know it beforehand, so a helper can be started before it
+/// has a thread handle (whose making allocates: [`crate::helper`]).
 #[derive(Debug)]
 pub struct HandOver<T> {
     queue: Mutex<Vec<T>>,
+    receiver: OnceLock<Thread>,
 }
 
 impl<T> Default for HandOver<T> {
     fn default() -> Self {
         HandOver {
             queue: Mutex::new(Vec::new()),
+            receiver: OnceLock::new(),
         }
     }
 }
 
 impl<T> HandOver<T> {
-    /// Hands `item` to the helper `to`.
-    pub fn send(&self, to: &Thread, item: T) {
+    /// Hands `item` to the receiving thread.
+    pub fn send(&self, item: T) {
         // Poisoned only by a panic while pushing, which the scope re-raises.
         if let Ok(mut queue) = self.queue.lock() {
             queue.push(item);
         }
-        to.unpark();
+        // No receiver yet: it has not looked at the list, and will find the item when it
+        // does. The receiver is set before its first look, and a look takes the lock this
+        // push took: a receiver that looked before the push is seen here.
+        if let Some(receiver) = self.receiver.get() {
+            receiver.unpark();
+        }
     }
 
-    /// On the helper: what was handed over since the last call, waiting until there is
-    /// something; `None` when a sender panicked while handing over.
+    /// On the receiving thread: what was handed over since the last call, waiting until
+    /// there is something; `None` when a sender panicked while handing over.
     pub fn receive(&self) -> Option<Vec<T>> {
+        self.receiver.get_or_init(std::thread::current);
         let spin = dra_types::parallel::runs_beside();
         let mut waiting_since = None;
         loop {
@@ -89,10 +101,10 @@ mod tests {
                 got
             });
             for n in 0..count {
-                hand_over.send(helper.thread(), Some(n));
+                hand_over.send(Some(n));
                 between();
             }
-            hand_over.send(helper.thread(), None);
+            hand_over.send(None);
             helper.join().expect("the helper ends")
         })
     }

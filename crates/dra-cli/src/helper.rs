@@ -8,11 +8,15 @@
 //! its CPU, with its memory already set up, takes the second job as soon as it is handed
 //! over: it looks for the next job busily for a while before it parks
 //! ([`HandOver::receive`]).
+//!
+//! The thread moves to another CPU before it first allocates
+//! ([`dra_malloc::fresh_memory::spawn_unprepared`]): the kernel first runs a new thread on
+//! its starter's CPU, and a thread's first allocation takes a fresh huge page, whose zeroing
+//! would otherwise keep the main thread off its CPU for 0.15-0.2 ms.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
-use std::thread::Thread;
 
 use crate::hand_over::HandOver;
 
@@ -23,27 +27,34 @@ enum Message {
     Stop,
 }
 
-/// A helper thread beside the caller's ([`dra_types::parallel::spawn_beside_owned`]) that
-/// runs the jobs it is given, in order. Dropping it ends the thread once its jobs are done.
+/// A helper thread beside the caller's (kept off the caller's CPU where the operating system
+/// allows: [`dra_types::parallel::keep_off`]) that runs the jobs it is given, in order.
+/// Dropping it ends the thread once its jobs are done.
 pub struct Helper {
     hand_over: Arc<HandOver<Message>>,
-    thread: Thread,
 }
 
 impl Helper {
     pub fn start() -> Helper {
         let hand_over = Arc::new(HandOver::default());
+        let cpu = dra_types::parallel::current_cpu();
         let theirs = Arc::clone(&hand_over);
-        let handle = dra_types::parallel::spawn_beside_owned(move || run_jobs(&theirs));
-        Helper {
-            hand_over,
-            thread: handle.thread().clone(),
+        let started = dra_malloc::fresh_memory::spawn_unprepared(Box::new(move || {
+            // First, before anything allocates.
+            dra_types::parallel::keep_off(cpu);
+            run_jobs(&theirs);
+        }));
+        if started.is_ok() {
+            dra_types::parallel::let_it_move(cpu);
+        } else {
+            // No such thread here: a thread of the standard library's, which moves once
+            // started.
+            let theirs = Arc::clone(&hand_over);
+            drop(dra_types::parallel::spawn_beside_owned(move || {
+                run_jobs(&theirs);
+            }));
         }
-    }
-
-    /// The helper's thread (to wake it: [`HandOver::send`]).
-    pub fn thread(&self) -> &Thread {
-        &self.thread
+        Helper { hand_over }
     }
 
     /// Runs `work` on the helper once the jobs given before are done.
@@ -55,15 +66,14 @@ impl Helper {
             // wanted.
             let _ = sender.send(std::panic::catch_unwind(AssertUnwindSafe(work)));
         };
-        self.hand_over
-            .send(&self.thread, Message::Job(Box::new(job)));
+        self.hand_over.send(Message::Job(Box::new(job)));
         Job { receiver }
     }
 }
 
 impl Drop for Helper {
     fn drop(&mut self) {
-        self.hand_over.send(&self.thread, Message::Stop);
+        self.hand_over.send(Message::Stop);
     }
 }
 
@@ -115,7 +125,6 @@ mod tests {
         let thread = results[0].1;
         assert_ne!(thread, std::thread::current().id());
         assert!(results.iter().all(|(_, id)| *id == thread), "one thread");
-        assert_eq!(helper.thread().id(), thread);
     }
 
     /// A job handed over after the helper parked wakes it.

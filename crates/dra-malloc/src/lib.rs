@@ -14,6 +14,11 @@
 //!
 //! [`keep_freed_memory`] turns off mimalloc's purging of free pages for the short-lived
 //! `dra` process, whose later phases reuse what the earlier ones freed.
+//!
+//! [`fresh_memory`] starts a thread that can move to another CPU before it first allocates,
+//! so that the fresh memory its heap takes is zeroed there and not on its starter's CPU.
+
+pub mod fresh_memory;
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ffi::c_void;

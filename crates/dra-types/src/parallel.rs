@@ -236,8 +236,9 @@ where
     handle
 }
 
-/// Called by the starter of a thread that keeps off `cpu` (the starter's).
-fn let_it_move(cpu: Option<usize>) {
+/// Called by the starter of a thread that keeps off `cpu` (the starter's, [`current_cpu`])
+/// right after starting it: lets it run now, to move itself ([`keep_off`]).
+pub fn let_it_move(cpu: Option<usize>) {
     if cpu.is_some() {
         // The new thread waits on this CPU's queue until this thread blocks or a balancing
         // tick moves it, which in a run of a few milliseconds was mostly at the end (traced:
@@ -249,30 +250,35 @@ fn let_it_move(cpu: Option<usize>) {
 }
 
 thread_local! {
-    /// Whether this thread was started by [`spawn_beside`] and moved off its starter's CPU.
+    /// Whether this thread was moved off its starter's CPU ([`keep_off`]).
     static BESIDE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether the calling thread is a helper that [`spawn_beside`] kept off its starter's CPU:
+/// Whether the calling thread is a helper that [`spawn_beside`] (or its own call of
+/// [`keep_off`]) kept off its starter's CPU:
 /// one that may wait for its starter busily without taking the starter's CPU from it.
 pub fn runs_beside() -> bool {
     BESIDE.with(std::cell::Cell::get)
 }
 
+/// The CPU the calling thread runs on now, where the operating system tells (Linux).
 #[cfg(target_os = "linux")]
-fn current_cpu() -> Option<usize> {
+pub fn current_cpu() -> Option<usize> {
     Some(rustix::thread::sched_getcpu())
 }
 
+/// The CPU the calling thread runs on now: not told here.
 #[cfg(not(target_os = "linux"))]
-fn current_cpu() -> Option<usize> {
+pub fn current_cpu() -> Option<usize> {
     None
 }
 
 /// Restricts the calling thread to the CPUs it may use except `cpu`, when that leaves any.
 /// A thread that is on `cpu` moves at once. Best effort: a refusal leaves it where it is.
+/// Afterwards [`runs_beside`] tells whether it moved. It allocates nothing, so a thread
+/// can call it before its first allocation.
 #[cfg(target_os = "linux")]
-fn keep_off(cpu: Option<usize>) {
+pub fn keep_off(cpu: Option<usize>) {
     use rustix::thread::{sched_getaffinity, sched_setaffinity};
     let Some(cpu) = cpu else { return };
     let Ok(allowed) = sched_getaffinity(None) else {
@@ -288,8 +294,9 @@ fn keep_off(cpu: Option<usize>) {
     }
 }
 
+/// [`keep_off`] where the operating system cannot restrict a thread's CPUs: nothing.
 #[cfg(not(target_os = "linux"))]
-fn keep_off(_cpu: Option<usize>) {}
+pub fn keep_off(_cpu: Option<usize>) {}
 
 #[cfg(test)]
 mod tests {
