@@ -59,13 +59,28 @@ impl<T> HandOver<T> {
     /// On the receiving thread: what was handed over since the last call, waiting until
     /// there is something; `None` when a sender panicked while handing over.
     pub fn receive(&self) -> Option<Vec<T>> {
+        self.receive_or_work(|| false)
+    }
+
+    /// [`HandOver::receive`], doing `work` while there is nothing to take: one small piece a
+    /// call, `false` once it has no more. Only a helper on a CPU of its own works meanwhile
+    /// (elsewhere its work would take its starter's CPU); it looks at the list again after
+    /// each piece, so what is handed over waits for one piece at most.
+    pub fn receive_or_work(&self, mut work: impl FnMut() -> bool) -> Option<Vec<T>> {
         self.receiver.get_or_init(std::thread::current);
         let spin = dra_types::parallel::runs_beside();
+        let mut working = spin;
         let mut waiting_since = None;
         loop {
             let handed = std::mem::take(&mut *self.queue.lock().ok()?);
             if !handed.is_empty() {
                 return Some(handed);
+            }
+            if working {
+                working = work();
+                if working {
+                    continue;
+                }
             }
             let waited = waiting_since.get_or_insert_with(Instant::now).elapsed();
             if spin && waited < SPIN_BEFORE_PARKING {
@@ -107,6 +122,58 @@ mod tests {
             hand_over.send(None);
             helper.join().expect("the helper ends")
         })
+    }
+
+    /// A helper beside its starter works while nothing is handed over, until its work is
+    /// done (it asks for no more piece after the one that said so), and still gets every
+    /// item in order; a helper on its starter's CPU does not work meanwhile.
+    #[test]
+    fn a_helper_works_while_it_waits() {
+        use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+        let hand_over = HandOver::default();
+        let pieces = AtomicU32::new(0);
+        // 0: not yet known, 1: beside, 2: on the starter's CPU.
+        let beside = AtomicU8::new(0);
+        std::thread::scope(|scope| {
+            let helper = spawn_beside(scope, || {
+                let here = if dra_types::parallel::runs_beside() {
+                    1
+                } else {
+                    2
+                };
+                beside.store(here, Ordering::SeqCst);
+                let mut got = Vec::new();
+                while let Some(batch) =
+                    hand_over.receive_or_work(|| pieces.fetch_add(1, Ordering::SeqCst) + 1 < 50)
+                {
+                    for item in batch {
+                        match item {
+                            Some(n) => got.push(n),
+                            None => return got,
+                        }
+                    }
+                }
+                got
+            });
+            for n in 0..100 {
+                hand_over.send(Some(n));
+            }
+            // Until the helper has said where it runs and, beside, done its work.
+            while beside.load(Ordering::SeqCst) == 0
+                || (beside.load(Ordering::SeqCst) == 1 && pieces.load(Ordering::SeqCst) < 50)
+            {
+                std::thread::yield_now();
+            }
+            hand_over.send(None);
+            let got = helper.join().expect("the helper ends");
+            assert_eq!(got, (0..100).collect::<Vec<_>>());
+        });
+        let expected = if beside.load(Ordering::SeqCst) == 1 {
+            50
+        } else {
+            0
+        };
+        assert_eq!(pieces.load(Ordering::SeqCst), expected);
     }
 
     #[test]

@@ -101,7 +101,7 @@ pub use extended::{
 pub use fit::pod_node_name_and_selector_fit;
 pub use priority::pod_priority;
 pub use reference::{
-    gather_pools_from_the_last_node, run_first_fit, run_first_fit_claims_ahead,
+    CandidatesAhead, gather_pools_from_the_last_node, run_first_fit, run_first_fit_claims_ahead,
     run_first_fit_every_node, run_first_fit_snapshot, run_first_fit_snapshot_each,
 };
 pub use report::{ClaimAllocations, NameMap, PodOutcome, PodResult, PodState, PodStatus, Report};

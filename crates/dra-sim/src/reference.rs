@@ -168,6 +168,101 @@ pub fn gather_pools_from_the_last_node(snapshot: &Snapshot) -> impl FnOnce() + S
     }
 }
 
+/// The candidate devices of every node for the requests of the input's claim templates,
+/// computed a node at a time in the reference loop's node order by another thread when it
+/// has nothing else to do ([`CandidatesAhead::next_node`]; `dra simulate`'s JSON writer while
+/// it waits for the loop's outcomes). The loop computes a node's candidates the first time a
+/// pod reaches it (each of the node's devices against the requests' selectors); a node's list
+/// is computed once, by whoever asks first, and the other waits for it, so the loop's answer
+/// is the same, and its pods find most lists ready (gpu-nic: 0.62 M of the loop's 5.7 M
+/// instructions).
+pub struct CandidatesAhead {
+    index: Arc<Index>,
+    /// A claim with each template's spec, until the first node: the requests whose
+    /// selectors the loop's claims from templates evaluate.
+    claims: Vec<ResourceClaim>,
+    /// Their selector sets, once prepared.
+    sets: Vec<dra_alloc::SelSetId>,
+    /// The loop's node order, once asked, and how far this has come.
+    nodes: Vec<NodeId>,
+    next: usize,
+}
+
+impl std::fmt::Debug for CandidatesAhead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CandidatesAhead")
+            .field("sets", &self.sets.len())
+            .field("next", &self.next)
+            .field("nodes", &self.nodes.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CandidatesAhead {
+    /// For a small loop over `snapshot`: `None` where a helper makes the claims from
+    /// templates ahead ([`claims_ahead`]), which shares the other CPU, or the input has no
+    /// templates.
+    pub fn new(input: &SimInput<'_>, snapshot: &Snapshot) -> Option<CandidatesAhead> {
+        if input.templates.is_empty()
+            || claims_ahead(&input.pods, thread_count(0), CLAIMS_AHEAD_MIN_PODS)
+        {
+            return None;
+        }
+        let claims = input
+            .templates
+            .iter()
+            .filter_map(|template| {
+                Some(ResourceClaim {
+                    metadata: template.metadata.clone(),
+                    spec: template.spec.as_ref()?.spec.clone(),
+                    status: None,
+                })
+            })
+            .collect();
+        Some(CandidatesAhead {
+            index: Arc::clone(&snapshot.index),
+            claims,
+            sets: Vec::new(),
+            nodes: Vec::new(),
+            next: 0,
+        })
+    }
+
+    /// Computes the candidates of the next node (preparing the templates' requests first);
+    /// `false` once every node's are computed.
+    pub fn next_node(&mut self) -> bool {
+        if self.next == 0 && self.nodes.is_empty() {
+            for claim in std::mem::take(&mut self.claims) {
+                let prepared = PreparedClaim::new(&self.index, &claim);
+                for request in &prepared.requests {
+                    let specs: &[dra_alloc::RequestSpec] = match &request.body {
+                        dra_alloc::RequestBody::Exact(spec) => std::slice::from_ref(spec),
+                        dra_alloc::RequestBody::FirstAvailable(subs) => subs,
+                        dra_alloc::RequestBody::Unknown => &[],
+                    };
+                    self.sets
+                        .extend(specs.iter().filter_map(|spec| spec.selector_set.clone()));
+                }
+            }
+            if self.sets.is_empty() {
+                return false;
+            }
+            self.nodes = self.index.node_ids_by_name();
+        }
+        let Some(&node) = self.nodes.get(self.next) else {
+            return false;
+        };
+        self.next += 1;
+        // A node whose pools cannot be gathered gets nothing; the loop reports why.
+        if let Ok(pools) = self.index.node_pools(node) {
+            for set in &self.sets {
+                let _ = set.set.candidates(&self.index, node, &pools);
+            }
+        }
+        true
+    }
+}
+
 fn claim_display(claim: &ResourceClaim) -> String {
     format!(
         "{}/{}",

@@ -3,15 +3,17 @@
 //! report of `run_first_fit_every_node`, on generated clusters of every shape and on the
 //! conformance corpus. Nor does handing the outcomes over one by one
 //! (`run_first_fit_snapshot_each`): they and the totals make the same report, also with the
-//! nodes' pools gathered by another thread meanwhile (`gather_pools_from_the_last_node`).
+//! nodes' pools gathered by another thread meanwhile (`gather_pools_from_the_last_node`), and
+//! then the nodes' candidate devices computed there (`CandidatesAhead`).
 
 mod common;
 
 use common::{assert_none_differ, corpus_inputs, first_difference, generated, load_file};
 use dra_sim::{Report, SimInput};
 
-/// Both runs over one input; returns the calls the shortcut skipped.
-fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -> u64 {
+/// Both runs over one input; returns the calls the shortcut skipped and whether candidates
+/// were computed beside the loop.
+fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -> (u64, bool) {
     let input = SimInput::from_cluster(cluster);
     let fast = dra_sim::run_first_fit(&input).expect("runs");
     let slow = dra_sim::run_first_fit_every_node(&input).expect("runs");
@@ -22,11 +24,24 @@ fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -
         failures.push(format!("{name}: {}", first_difference(&a, &b)));
     }
     // Handed over one by one; then again with the nodes' pools gathered from the other end
-    // by another thread meanwhile (what `dra simulate`'s helper does).
-    for gathered_beside in [false, true] {
+    // by another thread meanwhile, and then with the nodes' candidates computed there too
+    // (what `dra simulate`'s helper does).
+    let mut candidates_computed = false;
+    for (gathered_beside, candidates_beside) in [(false, false), (true, false), (true, true)] {
         let snapshot = dra_sim::Snapshot::new(&input).expect("indexes");
-        let gatherer = gathered_beside
-            .then(|| std::thread::spawn(dra_sim::gather_pools_from_the_last_node(&snapshot)));
+        let gather = dra_sim::gather_pools_from_the_last_node(&snapshot);
+        let candidates = candidates_beside
+            .then(|| dra_sim::CandidatesAhead::new(&input, &snapshot))
+            .flatten();
+        candidates_computed |= candidates.is_some();
+        let gatherer = gathered_beside.then(|| {
+            std::thread::spawn(move || {
+                gather();
+                if let Some(mut candidates) = candidates {
+                    while candidates.next_node() {}
+                }
+            })
+        });
         let mut handed = Vec::new();
         let streamed =
             dra_sim::run_first_fit_snapshot_each(&input, &snapshot, |outcome| handed.push(outcome))
@@ -42,10 +57,10 @@ fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -
             ..streamed
         });
         if streamed != a {
-            let how = if gathered_beside {
-                "pools gathered beside"
-            } else {
-                "handed over"
+            let how = match (gathered_beside, candidates_beside) {
+                (_, true) => "pools and candidates beside",
+                (true, false) => "pools gathered beside",
+                (false, _) => "handed over",
             };
             failures.push(format!(
                 "{name}, {how}: {}",
@@ -53,7 +68,7 @@ fn compare(name: &str, cluster: &dra_api::Cluster, failures: &mut Vec<String>) -
             ));
         }
     }
-    fast.skipped_calls
+    (fast.skipped_calls, candidates_computed)
 }
 
 /// What each report's claim store keeps of the allocations the loop made: a copy of the
@@ -121,13 +136,25 @@ fn generated_clusters_give_the_same_report() {
         ("adversarial-first-available", 2, 0, false),
     ];
     let mut failures = Vec::new();
+    let (mut candidates_computed, mut with_templates) = (0, 0);
     for &(preset, size, seed, must_skip) in cases {
         let name = format!("{preset} size {size} seed {seed}");
-        let skipped = compare(&name, &generated(preset, size, seed), &mut failures);
+        let cluster = generated(preset, size, seed);
+        let (skipped, candidates) = compare(&name, &cluster, &mut failures);
         if must_skip {
             assert!(skipped > 0, "{name}: the shortcut skipped nothing");
         }
+        candidates_computed += usize::from(candidates);
+        with_templates += usize::from(!cluster.resource_claim_templates.is_empty());
     }
+    // Candidates are computed beside for every input with claim templates: none is large
+    // enough for the claims to be made ahead instead (which would make
+    // `CandidatesAhead::new` decline).
+    assert!(
+        with_templates > cases.len() / 2,
+        "{with_templates} inputs with templates"
+    );
+    assert_eq!(candidates_computed, with_templates);
     assert_none_differ(&failures);
 }
 
@@ -136,10 +163,18 @@ fn corpus_gives_the_same_report() {
     let files = corpus_inputs();
     let mut failures = Vec::new();
     let mut skipped = 0;
+    let mut candidates_computed = 0;
     for file in &files {
         let loaded = load_file(file);
-        skipped += compare(&file.display().to_string(), &loaded.cluster, &mut failures);
+        let (skipped_here, candidates) =
+            compare(&file.display().to_string(), &loaded.cluster, &mut failures);
+        skipped += skipped_here;
+        candidates_computed += usize::from(candidates);
     }
+    assert!(
+        candidates_computed > 0,
+        "no input computed candidates beside"
+    );
     assert!(files.len() > 200, "only {} inputs", files.len());
     assert!(skipped > 0, "the shortcut skipped nothing in the corpus");
     assert_none_differ(&failures);

@@ -5,7 +5,7 @@
 //! shape); `scored` (default) and `most-allocated` run the scheduler model of `dra-sim`. The
 //! rendering helpers here are shared with `dra explain`.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use dra_sim::scheduler::{Eviction, Simulation};
@@ -174,11 +174,14 @@ fn stream_reference(
     // The helper has a while before the first outcomes come: it takes a share of the pools
     // the loop gathers before its first pod (0.1 ms of gpu-nic's loop on this thread alone).
     helper.run(dra_sim::gather_pools_from_the_last_node(snapshot));
+    // In small runs, the writer computes the nodes' candidate devices ahead of the loop
+    // while it waits for outcomes.
+    let candidates = dra_sim::CandidatesAhead::new(input, snapshot);
     // Made here, so that the writer allocates nothing.
     let stdout = StdoutDirect::new();
     let writer = {
         let hand_over = Arc::clone(&hand_over);
-        helper.run(move || write_handed(stdout, &hand_over))
+        helper.run(move || write_handed(stdout, &hand_over, candidates))
     };
     let mut stop = StopUnlessDone {
         hand_over: &hand_over,
@@ -193,7 +196,11 @@ fn stream_reference(
         if hand_over_now(batch.len(), left) {
             // Room for what the next batch holds: one outcome near the end (the writer
             // leaves the batches to the process exit, so room unused is fresh memory).
-            let room = if left < HANDED_AT_ONCE { 1 } else { HANDED_AT_ONCE };
+            let room = if left < HANDED_AT_ONCE {
+                1
+            } else {
+                HANDED_AT_ONCE
+            };
             let full = std::mem::replace(&mut batch, Vec::with_capacity(room));
             hand_over.send(Handed::Outcomes(full));
         }
@@ -218,8 +225,13 @@ fn stream_reference(
 
 /// The writer thread of [`stream_reference`]: the document, once the loop hands over its
 /// first outcomes or its end; nothing when the loop stops before it starts.
-fn write_handed(stdout: StdoutDirect, hand_over: &HandOver) -> Result<(), Failure> {
-    let first = receive(hand_over);
+fn write_handed(
+    stdout: StdoutDirect,
+    hand_over: &HandOver,
+    candidates: Option<dra_sim::CandidatesAhead>,
+) -> Result<(), Failure> {
+    let candidates = RefCell::new(candidates);
+    let first = receive(hand_over, &candidates);
     if matches!(first.first(), Some(Handed::Stopped)) {
         crate::leave_to_exit(stdout);
         return Ok(());
@@ -229,15 +241,23 @@ fn write_handed(stdout: StdoutDirect, hand_over: &HandOver) -> Result<(), Failur
         &HandedReport {
             first: Cell::new(first),
             hand_over,
+            candidates: &candidates,
             totals: Cell::new(None),
         },
     )
 }
 
-/// What the loop handed over since the last call, waiting until there is something;
-/// [`Handed::Stopped`] when the loop panicked while handing over.
-fn receive(hand_over: &HandOver) -> Vec<Handed> {
-    hand_over.receive().unwrap_or_else(|| vec![Handed::Stopped])
+/// What the loop handed over since the last call, waiting until there is something and
+/// computing nodes' candidates meanwhile; [`Handed::Stopped`] when the loop panicked while
+/// handing over.
+fn receive(
+    hand_over: &HandOver,
+    candidates: &RefCell<Option<dra_sim::CandidatesAhead>>,
+) -> Vec<Handed> {
+    let mut candidates = candidates.borrow_mut();
+    hand_over
+        .receive_or_work(|| candidates.as_mut().is_some_and(|c| c.next_node()))
+        .unwrap_or_else(|| vec![Handed::Stopped])
 }
 
 /// [`Report`]'s document, its results taken from the loop as they come: the same fields in
@@ -245,6 +265,8 @@ fn receive(hand_over: &HandOver) -> Vec<Handed> {
 struct HandedReport<'a> {
     first: Cell<Vec<Handed>>,
     hand_over: &'a HandOver,
+    /// Computed while the writer waits.
+    candidates: &'a RefCell<Option<dra_sim::CandidatesAhead>>,
     /// Set when the results end.
     totals: Cell<Option<(u64, u64)>>,
 }
@@ -294,7 +316,7 @@ impl Serialize for HandedResults<'_> {
             if report.totals.get().is_some() {
                 return results.end();
             }
-            handed = receive(report.hand_over);
+            handed = receive(report.hand_over, report.candidates);
         }
     }
 }
