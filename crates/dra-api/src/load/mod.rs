@@ -731,9 +731,9 @@ fn json_direct(
             // Each entry holds a deferred slice's metadata (most of an entry's 0.8 KB):
             // grown by doubling, the list was copied eight times for gpu-nic's 451 documents
             // (0.27 M instructions) and its old buffers were fresh memory the loader's
-            // objects did not reuse at once. Room for a document per KiB of text, more than
-            // a cluster of devices has (0.6-1.3 KiB each where pods and slices mix); unused
-            // room is never touched.
+            // objects did not reuse at once. Room for a document per KiB of text: all of
+            // gpu-nic's (1.3 KiB each on average); a stream of smaller ones grows it once or
+            // twice (scheduler-perf's, 0.5 KiB each). Room unused is never touched.
             let mut scanned = Vec::with_capacity(chunk.text.len() / 1024 + 16);
             for document in documents.by_ref() {
                 let document = document?;
