@@ -61,6 +61,18 @@ pub enum RequestBody {
     Unknown,
 }
 
+impl RequestBody {
+    /// The request's specs: the one of an exact request, the subrequests of a
+    /// `firstAvailable` one in their order, none for an unknown shape.
+    pub fn specs(&self) -> &[RequestSpec] {
+        match self {
+            RequestBody::Exact(spec) => std::slice::from_ref(spec),
+            RequestBody::FirstAvailable(subs) => subs,
+            RequestBody::Unknown => &[],
+        }
+    }
+}
+
 /// One request of a claim.
 #[derive(Debug, Clone)]
 pub struct PreparedRequest {
@@ -293,11 +305,7 @@ impl PreparedSpec {
 fn fit_key(requests: &[PreparedRequest]) -> Vec<u64> {
     let mut key = Vec::new();
     for request in requests {
-        let specs: &[RequestSpec] = match &request.body {
-            RequestBody::Exact(spec) => std::slice::from_ref(spec),
-            RequestBody::FirstAvailable(subs) => subs,
-            RequestBody::Unknown => &[],
-        };
+        let specs = request.body.specs();
         key.push(specs.len() as u64);
         for spec in specs {
             key.push(

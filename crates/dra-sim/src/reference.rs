@@ -178,9 +178,9 @@ pub fn gather_pools_from_the_last_node(snapshot: &Snapshot) -> impl FnOnce() + S
 /// instructions).
 pub struct CandidatesAhead {
     index: Arc<Index>,
-    /// A claim with each template's spec, until the first node: the requests whose
-    /// selectors the loop's claims from templates evaluate.
-    claims: Vec<ResourceClaim>,
+    /// A claim with each template's spec, until the first node prepares them: the requests
+    /// whose selectors the loop's claims from templates evaluate.
+    claims: Option<Vec<ResourceClaim>>,
     /// Their selector sets, once prepared.
     sets: Vec<dra_alloc::SelSetId>,
     /// The loop's node order, once asked, and how far this has come.
@@ -221,7 +221,7 @@ impl CandidatesAhead {
             .collect();
         Some(CandidatesAhead {
             index: Arc::clone(&snapshot.index),
-            claims,
+            claims: Some(claims),
             sets: Vec::new(),
             nodes: Vec::new(),
             next: 0,
@@ -231,23 +231,19 @@ impl CandidatesAhead {
     /// Computes the candidates of the next node (preparing the templates' requests first);
     /// `false` once every node's are computed.
     pub fn next_node(&mut self) -> bool {
-        if self.next == 0 && self.nodes.is_empty() {
-            for claim in std::mem::take(&mut self.claims) {
+        if let Some(claims) = self.claims.take() {
+            for claim in claims {
                 let prepared = PreparedClaim::new(&self.index, &claim);
                 for request in &prepared.requests {
-                    let specs: &[dra_alloc::RequestSpec] = match &request.body {
-                        dra_alloc::RequestBody::Exact(spec) => std::slice::from_ref(spec),
-                        dra_alloc::RequestBody::FirstAvailable(subs) => subs,
-                        dra_alloc::RequestBody::Unknown => &[],
-                    };
+                    let specs = request.body.specs();
                     self.sets
                         .extend(specs.iter().filter_map(|spec| spec.selector_set.clone()));
                 }
             }
-            if self.sets.is_empty() {
-                return false;
+            // Without a selector set there is nothing to compute on any node.
+            if !self.sets.is_empty() {
+                self.nodes = self.index.node_ids_by_name();
             }
-            self.nodes = self.index.node_ids_by_name();
         }
         let Some(&node) = self.nodes.get(self.next) else {
             return false;
