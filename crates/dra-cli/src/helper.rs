@@ -39,21 +39,17 @@ impl Helper {
         let hand_over = Arc::new(HandOver::default());
         let cpu = dra_types::parallel::current_cpu();
         let theirs = Arc::clone(&hand_over);
-        let started = dra_malloc::fresh_memory::spawn_unprepared(Box::new(move || {
+        let work = Box::new(move || {
             // First, before anything allocates.
             dra_types::parallel::keep_off(cpu);
             run_jobs(&theirs);
-        }));
-        if started.is_ok() {
-            dra_types::parallel::let_it_move(cpu);
-        } else {
-            // No such thread here: a thread of the standard library's, which moves once
-            // started.
-            let theirs = Arc::clone(&hand_over);
-            drop(dra_types::parallel::spawn_beside_owned(move || {
-                run_jobs(&theirs);
-            }));
+        });
+        if let Err(work) = dra_malloc::fresh_memory::spawn_unprepared(work) {
+            // No such thread here: one of the standard library's, which allocates before
+            // `work` moves it.
+            drop(std::thread::spawn(work));
         }
+        dra_types::parallel::let_it_move(cpu);
         Helper { hand_over }
     }
 

@@ -7,6 +7,9 @@
 //! helper's lands on the main thread's CPU unless the helper moves first, and the main
 //! thread's work is the run's critical path.
 
+/// What [`spawn_unprepared`] runs: a closure that owns what it uses.
+pub type Work = Box<dyn FnOnce() + Send + 'static>;
+
 /// Starts `work` on a new thread, detached, and runs it there before anything else.
 ///
 /// A thread started by `std::thread::spawn` allocates in the standard library's start-up
@@ -21,17 +24,15 @@
 /// leaves `work` aborts the process (it cannot unwind out of the thread's C entry point), so
 /// `work` should catch what it expects. A stack overflow is a plain `SIGSEGV`, without the
 /// standard library's message, which only knows its own threads' guard pages. Where POSIX
-/// threads are not the platform's (not Linux), or the thread cannot be created, the error
-/// comes back and `work` is dropped unrun.
+/// threads are not the platform's (not Linux), or the thread cannot be created, `work`
+/// comes back unrun, for the caller to start another way.
 #[cfg(target_os = "linux")]
-pub fn spawn_unprepared(work: Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()> {
+pub fn spawn_unprepared(work: Work) -> Result<(), Work> {
     use core::ffi::c_void;
     use core::mem::MaybeUninit;
 
     /// The standard library's stack size for the threads it starts (`RUST_MIN_STACK` unset).
     const STACK_BYTES: usize = 2 * 1024 * 1024;
-
-    type Work = Box<dyn FnOnce() + Send + 'static>;
 
     extern "C" fn start(arg: *mut c_void) -> *mut c_void {
         // SAFETY: `arg` is the `Box<Work>` leaked below, handed to this one thread.
@@ -67,16 +68,14 @@ pub fn spawn_unprepared(work: Box<dyn FnOnce() + Send + 'static>) -> std::io::Re
                 return Ok(());
             }
         }
-        drop(Box::from_raw(arg.cast::<Work>()));
-        Err(std::io::Error::from_raw_os_error(rc))
+        Err(*Box::from_raw(arg.cast::<Work>()))
     }
 }
 
-/// [`spawn_unprepared`] where POSIX threads are not the platform's: always an error.
+/// [`spawn_unprepared`] where POSIX threads are not the platform's: `work` comes back.
 #[cfg(not(target_os = "linux"))]
-pub fn spawn_unprepared(work: Box<dyn FnOnce() + Send + 'static>) -> std::io::Result<()> {
-    drop(work);
-    Err(std::io::ErrorKind::Unsupported.into())
+pub fn spawn_unprepared(work: Work) -> Result<(), Work> {
+    Err(work)
 }
 
 #[cfg(test)]
@@ -94,7 +93,7 @@ mod tests {
                 .expect("the test waits");
         }));
         if cfg!(target_os = "linux") {
-            started.expect("a thread starts");
+            assert!(started.is_ok(), "a thread starts");
             let (id, data) = receiver.recv().expect("the thread sends");
             assert_ne!(id, std::thread::current().id());
             assert_eq!(data, [1, 2, 3]);

@@ -203,21 +203,6 @@ where
     spawn_off(scope, current_cpu(), work)
 }
 
-/// [`spawn_beside`] for a thread of its own (not scoped): `work` owns what it uses.
-pub fn spawn_beside_owned<F, T>(work: F) -> std::thread::JoinHandle<T>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    let cpu = current_cpu();
-    let handle = std::thread::spawn(move || {
-        keep_off(cpu);
-        work()
-    });
-    let_it_move(cpu);
-    handle
-}
-
 /// [`spawn_beside`], kept off `cpu`.
 fn spawn_off<'scope, F, T>(
     scope: &'scope Scope<'scope, '_>,
