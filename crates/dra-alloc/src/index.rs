@@ -10,10 +10,11 @@
 //!   [`crate::selectors`], so no CEL expression is evaluated twice for the same device.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 
 use dra_types::parallel::spawn_beside;
+use dra_types::shared_once::SharedOnce;
 use dra_types::{Quantity, QuantityError, bytes};
 use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{
@@ -244,7 +245,7 @@ pub struct DeviceEntry {
     pub all_nodes: bool,
     pub node_selector: Option<NodeSelector>,
     /// The CEL view of the device, kept from its second use on ([`Index::cel_input`]).
-    pub(crate) cel_input: OnceLock<dra_cel::DeviceInput>,
+    pub(crate) cel_input: SharedOnce<dra_cel::DeviceInput>,
     /// Whether the CEL view was built once already.
     pub(crate) cel_input_asked: AtomicBool,
     /// Whether the CEL view converts without error ([`DeviceEntry::cel_converts`]).
@@ -473,7 +474,9 @@ pub struct Index {
     pub(crate) slices_by_pool: WordHashMap<(String, String), Vec<SliceIdx>>,
     pub(crate) classes: Vec<ClassEntry>,
     class_by_name: WordHashMap<String, ClassId>,
-    pub(crate) node_pools: Vec<OnceLock<Result<Arc<NodePools>, String>>>,
+    /// Gathered on first use, by whichever thread asks first (a helper may gather them ahead
+    /// of the loop that needs them: [`Index::gather_node_pools_ahead`]).
+    pub(crate) node_pools: Vec<SharedOnce<Result<Arc<NodePools>, String>>>,
     pub(crate) selectors: SelectorCache,
     /// Where devices keep the attributes claim constraints name.
     attribute_columns: AttributeColumns,
@@ -996,7 +999,7 @@ pub(crate) fn device_entry(
         node_name: device.node_name.clone(),
         all_nodes: device.all_nodes == Some(true),
         node_selector: device.node_selector.clone(),
-        cel_input: OnceLock::new(),
+        cel_input: SharedOnce::new(),
         cel_input_asked: AtomicBool::new(false),
         cel_converts,
     })
@@ -1076,7 +1079,7 @@ impl Index {
                 },
             });
         }
-        index.node_pools = (0..index.nodes.len()).map(|_| OnceLock::new()).collect();
+        index.node_pools = (0..index.nodes.len()).map(|_| SharedOnce::new()).collect();
         for class in classes {
             let name = class.metadata.name.clone().unwrap_or_default();
             let spec = class.spec.as_ref();

@@ -183,6 +183,13 @@ impl Index {
         self.node_pools_ref(node).cloned()
     }
 
+    /// Gathers `node`'s pools (see [`Index::node_pools`]) for a thread that works ahead of
+    /// the one that needs them, unless another thread has begun them; never waits for it.
+    pub fn gather_node_pools_ahead(&self, node: NodeId) {
+        let _ = self.node_pools[node.0 as usize]
+            .get_or_init_if_untaken(|| pools::gather_pools(self, node).map(Arc::new));
+    }
+
     /// [`Index::node_pools`] without the reference count traffic of a clone: `allocate` runs
     /// millions of times on nodes that are full, where that is a noticeable part of its cost.
     fn node_pools_ref(&self, node: NodeId) -> Result<&Arc<NodePools>, FatalError> {

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
+use dra_types::shared_once::SharedOnce;
+
 use crate::hashing::WordHashMap;
 use crate::index::{ClassId, DeviceEntry, DeviceIdx, Index, NodeId};
 use crate::pools::{NodePools, node_matches};
@@ -65,7 +67,7 @@ struct SharedResults {
     failures: Mutex<BTreeMap<u32, SelectorFailure>>,
     /// Per node (allocated on first use): the devices of the node's usable pools the set
     /// selects, in search order.
-    per_node: OnceLock<Box<[OnceLock<Arc<Candidates>>]>>,
+    per_node: OnceLock<Box<[SharedOnce<Arc<Candidates>>]>>,
 }
 
 /// The devices one selector set selects on one node, in search order: what upstream's search
@@ -229,13 +231,26 @@ impl SelectorSet {
     /// Evaluating every device of the node here is safe: results are cached, and errors are
     /// only reported by the search when it reaches the device.
     pub fn candidates(&self, index: &Index, node: NodeId, pools: &NodePools) -> Arc<Candidates> {
+        self.per_node(index, node)
+            .get_or_init(|| Arc::new(self.compute_candidates(index, node, pools)))
+            .clone()
+    }
+
+    /// [`SelectorSet::candidates`] for a thread that computes them ahead of the one that
+    /// needs them: computed unless another thread has begun them, and never waiting for it.
+    pub fn candidates_ahead(&self, index: &Index, node: NodeId, pools: &NodePools) {
+        let _ = self
+            .per_node(index, node)
+            .get_or_init_if_untaken(|| Arc::new(self.compute_candidates(index, node, pools)));
+    }
+
+    /// The cell of `node`'s candidates.
+    fn per_node(&self, index: &Index, node: NodeId) -> &SharedOnce<Arc<Candidates>> {
         let per_node = self
             .results
             .per_node
-            .get_or_init(|| (0..index.nodes.len()).map(|_| OnceLock::new()).collect());
-        per_node[node.0 as usize]
-            .get_or_init(|| Arc::new(self.compute_candidates(index, node, pools)))
-            .clone()
+            .get_or_init(|| (0..index.nodes.len()).map(|_| SharedOnce::new()).collect());
+        &per_node[node.0 as usize]
     }
 
     fn compute_candidates(&self, index: &Index, node: NodeId, pools: &NodePools) -> Candidates {

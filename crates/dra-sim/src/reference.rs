@@ -156,14 +156,15 @@ fn run(
 /// A job for another thread while the reference loop starts over `snapshot`: gathering the
 /// nodes' pools (which the index keeps for the allocator) from the last node the loop tries
 /// to the first. The loop gathers them all from the first one on before its first pod
-/// ([`KnownRejections`]); the two meet in the middle (a node's pools are gathered once,
-/// whoever asks first, and the other waits for them), and the loop's answer is the same.
+/// ([`KnownRejections`]); the two meet in the middle (a node's pools are gathered once, by
+/// whoever asks first: this job skips a node the loop has begun, and the loop waits for one
+/// this job is gathering), and the loop's answer is the same.
 pub fn gather_pools_from_the_last_node(snapshot: &Snapshot) -> impl FnOnce() + Send + 'static {
     let index = Arc::clone(&snapshot.index);
     move || {
         for node in index.node_ids_by_name().into_iter().rev() {
             // An error is kept with the node's pools, for the allocator to report.
-            let _ = index.node_pools(node);
+            index.gather_node_pools_ahead(node);
         }
     }
 }
@@ -173,9 +174,9 @@ pub fn gather_pools_from_the_last_node(snapshot: &Snapshot) -> impl FnOnce() + S
 /// has nothing else to do ([`CandidatesAhead::next_node`]; `dra simulate`'s JSON writer while
 /// it waits for the loop's outcomes). The loop computes a node's candidates the first time a
 /// pod reaches it (each of the node's devices against the requests' selectors); a node's list
-/// is computed once, by whoever asks first, and the other waits for it, so the loop's answer
-/// is the same, and its pods find most lists ready (gpu-nic: 0.62 M of the loop's 5.7 M
-/// instructions).
+/// is computed once, by whoever asks first (this skips a list the loop has begun; the loop
+/// waits for one this is computing), so the loop's answer is the same, and its pods find
+/// most lists ready (gpu-nic: 0.62 M of the loop's 5.7 M instructions).
 pub struct CandidatesAhead {
     index: Arc<Index>,
     /// A claim with each template's spec, until the first node prepares them: the requests
@@ -252,7 +253,7 @@ impl CandidatesAhead {
         // A node whose pools cannot be gathered gets nothing; the loop reports why.
         if let Ok(pools) = self.index.node_pools(node) {
             for set in &self.sets {
-                let _ = set.set.candidates(&self.index, node, &pools);
+                set.set.candidates_ahead(&self.index, node, &pools);
             }
         }
         true

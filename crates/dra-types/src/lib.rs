@@ -43,6 +43,7 @@ pub mod lists;
 pub mod parallel;
 mod quantity;
 mod semver;
+pub mod shared_once;
 
 pub use quantity::{Format, MAX_BINARY_FRACTION_DIGITS, Quantity, QuantityError};
 pub use semver::{Semver, SemverError, VersionPart};
