@@ -10,8 +10,8 @@
 //!   [`crate::selectors`], so no CEL expression is evaluated twice for the same device.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use dra_types::parallel::spawn_beside;
 use dra_types::shared_once::SharedOnce;
@@ -245,7 +245,7 @@ pub struct DeviceEntry {
     pub all_nodes: bool,
     pub node_selector: Option<NodeSelector>,
     /// The CEL view of the device, kept from its second use on ([`Index::cel_input`]).
-    pub(crate) cel_input: SharedOnce<dra_cel::DeviceInput>,
+    pub(crate) cel_input: OnceLock<dra_cel::DeviceInput>,
     /// Whether the CEL view was built once already.
     pub(crate) cel_input_asked: AtomicBool,
     /// Whether the CEL view converts without error ([`DeviceEntry::cel_converts`]).
@@ -999,7 +999,7 @@ pub(crate) fn device_entry(
         node_name: device.node_name.clone(),
         all_nodes: device.all_nodes == Some(true),
         node_selector: device.node_selector.clone(),
-        cel_input: SharedOnce::new(),
+        cel_input: OnceLock::new(),
         cel_input_asked: AtomicBool::new(false),
         cel_converts,
     })
