@@ -3,8 +3,8 @@
 //! when another thread has begun it.
 //!
 //! The simulation computes per-node lists this way on two threads at once (a node's pools,
-//! its candidate devices per selector set, a device's CEL view): the main thread as its loop
-//! reaches a node, a helper ahead of it. With `OnceLock` alone, the second to ask waits until
+//! its candidate devices per selector set): the main thread as its loop reaches a node, a
+//! helper ahead of it. With `OnceLock` alone, the second to ask waits until
 //! the first is done; when that was the helper (the JSON writer computing candidates while it
 //! waited for outcomes), it blocked, and a thread that blocks leaves its CPU idle: on the
 //! virtual machines of BENCHMARKS.md the writer then took the loop's first outcomes 0.7-1.8
@@ -70,15 +70,6 @@ impl<T> Default for SharedOnce<T> {
     }
 }
 
-impl<T: Clone> Clone for SharedOnce<T> {
-    /// A cell with the value, when computed; an empty one otherwise.
-    fn clone(&self) -> Self {
-        let value = self.value.clone();
-        let taken = AtomicBool::new(value.get().is_some());
-        SharedOnce { value, taken }
-    }
-}
-
 impl<T: std::fmt::Debug> std::fmt::Debug for SharedOnce<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("SharedOnce")
@@ -101,8 +92,7 @@ mod tests {
         assert_eq!(*once.get_or_init(|| 8), 7);
         assert_eq!(once.get_or_init_if_untaken(|| 9), Some(&7));
         assert_eq!(once.get(), Some(&7));
-        assert_eq!(once.clone().get(), Some(&7));
-        assert_eq!(SharedOnce::<u32>::default().clone().get(), None);
+        assert_eq!(SharedOnce::<u32>::default().get(), None);
     }
 
     #[test]
