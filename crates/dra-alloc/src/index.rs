@@ -1005,6 +1005,13 @@ pub(crate) fn device_entry(
     })
 }
 
+/// Makes what an index's selector compiler shares with every compiler of its kind (the CEL
+/// environment's declarations: [`dra_cel::Compiler::prepare_environment`]), for a thread
+/// with time to spare before indexes are built; they are the same whoever makes them.
+pub fn prepare_selector_environment() {
+    dra_cel::Compiler::prepare_environment(&dra_cel::CompilerOptions::default());
+}
+
 impl Index {
     /// Indexes a snapshot. Fails only on values that cannot be parsed (quantities); API
     /// validation (`dra-api`) reports those with file and line before this is called.

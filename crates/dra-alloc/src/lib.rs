@@ -66,7 +66,7 @@ pub use dra_types::hashing;
 pub use index::{
     AttrValue, Capacity, ClassEntry, ClassId, DeviceEntry, DeviceIdx, DeviceKey, FittedRuns, Index,
     IndexError, IndexErrorKind, IndexInput, IndexOptions, NodeId, SliceEntry, SliceIdx, SliceInput,
-    SliceRunAhead, taint_rule_selects,
+    SliceRunAhead, prepare_selector_environment, taint_rule_selects,
 };
 pub use pools::{NodePools, PoolView};
 pub use quantity::CapacityAmounts;

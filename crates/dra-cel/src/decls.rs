@@ -2,6 +2,8 @@
 //! it: name, overload ids, member or global, argument and result types. The checker
 //! resolves calls against these; the planner maps the function to its implementation.
 
+use std::sync::OnceLock;
+
 use dra_types::hashing::WordHashMap;
 
 use crate::types::{CIDR_TYPE, IP_TYPE, QUANTITY_TYPE, SEMVER_TYPE, Type};
@@ -39,6 +41,22 @@ fn semver() -> Type {
 }
 
 impl Declarations {
+    /// The declarations of `options`, made once per process and shared by every compiler
+    /// (they depend on nothing else): a compiler costs a lookup instead of some 250
+    /// declarations, and a thread with time to spare can make them before anyone compiles
+    /// ([`crate::Compiler::prepare_environment`]). A thread asking while another makes
+    /// them waits for those.
+    pub(crate) fn shared(options: DeclOptions) -> &'static Declarations {
+        static WITH_INCLUDES: OnceLock<Declarations> = OnceLock::new();
+        static WITHOUT_INCLUDES: OnceLock<Declarations> = OnceLock::new();
+        let made = if options.includes {
+            &WITH_INCLUDES
+        } else {
+            &WITHOUT_INCLUDES
+        };
+        made.get_or_init(|| Declarations::new(options))
+    }
+
     pub(crate) fn lookup(&self, name: &str) -> Option<&[Overload]> {
         self.functions.get(name).map(Vec::as_slice)
     }

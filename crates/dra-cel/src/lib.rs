@@ -128,7 +128,7 @@ impl Default for CompilerOptions {
 #[derive(Debug)]
 pub struct Compiler {
     options: CompilerOptions,
-    decls: Declarations,
+    decls: &'static Declarations,
     device: DeviceDecl,
     cache: RwLock<WordHashMap<String, Result<Selector, CompileError>>>,
 }
@@ -159,16 +159,10 @@ pub struct Selector {
 impl Compiler {
     /// A compiler for the given environment.
     pub fn new(options: CompilerOptions) -> Compiler {
-        let (list_attrs, multi) = match options.environment {
-            Environment::StoredExpressions => (true, true),
-            Environment::NewExpressions => (
-                options.features.list_type_attributes,
-                options.features.consumable_capacity,
-            ),
-        };
+        let (list_attrs, multi) = Compiler::environment_parts(&options);
         Compiler {
             options,
-            decls: Declarations::new(DeclOptions {
+            decls: Declarations::shared(DeclOptions {
                 includes: list_attrs,
             }),
             device: DeviceDecl {
@@ -176,6 +170,29 @@ impl Compiler {
                 has_allow_multiple_allocations: multi,
             },
             cache: RwLock::new(WordHashMap::default()),
+        }
+    }
+
+    /// Makes what every compiler of `options` shares (the function declarations of its
+    /// environment, once per process), so that a thread with nothing else to do can take
+    /// that off the thread that will compile: `dra simulate`'s helper, while it waits for
+    /// the input's first slice. Compilers are the same either way.
+    pub fn prepare_environment(options: &CompilerOptions) {
+        let (list_attrs, _) = Compiler::environment_parts(options);
+        Declarations::shared(DeclOptions {
+            includes: list_attrs,
+        });
+    }
+
+    /// Whether `options` declare list-typed attributes (the `includes` function among
+    /// them), and whether devices have `allowMultipleAllocations`.
+    fn environment_parts(options: &CompilerOptions) -> (bool, bool) {
+        match options.environment {
+            Environment::StoredExpressions => (true, true),
+            Environment::NewExpressions => (
+                options.features.list_type_attributes,
+                options.features.consumable_capacity,
+            ),
         }
     }
 
@@ -211,7 +228,7 @@ impl Compiler {
         let checked = checker::check(
             &parsed.expr,
             &parsed.source,
-            &self.decls,
+            self.decls,
             &self.device,
             parsed.next_id as usize,
         )

@@ -197,3 +197,34 @@ fn map_macro_accumulates_in_place() {
         RuntimeErrorKind::CostLimitExceeded
     );
 }
+
+/// Compilers of one environment share its declarations, made once whoever asks first (a
+/// thread preparing them ahead, or the first compiler); compilers of an environment with
+/// other declarations (without `includes`) get their own, and compile as before.
+#[test]
+fn compilers_share_their_environments_declarations() {
+    let stored = CompilerOptions::default();
+    let new = CompilerOptions {
+        environment: Environment::NewExpressions,
+        ..CompilerOptions::default()
+    };
+    std::thread::scope(|scope| {
+        scope.spawn(|| Compiler::prepare_environment(&stored));
+        scope.spawn(|| Compiler::prepare_environment(&new));
+    });
+    let (a, b, c) = (
+        Compiler::new(stored),
+        Compiler::default(),
+        Compiler::new(new),
+    );
+    assert!(std::ptr::eq(a.decls, b.decls));
+    assert!(!std::ptr::eq(a.decls, c.decls));
+    let includes = "device.attributes['gpu.example.com'].model.includes('a100')";
+    assert!(a.decls.lookup("includes").is_some());
+    assert!(c.decls.lookup("includes").is_none());
+    assert!(c.compile(includes).is_err());
+    let selector = b
+        .compile("device.attributes['gpu.example.com'].index == 3")
+        .expect("compiles");
+    assert!(selector.evaluate(&device()).expect("evaluates"));
+}
