@@ -463,8 +463,9 @@ pub struct Index {
     pub(crate) slices: Vec<SliceEntry>,
     pub(crate) devices: Vec<DeviceEntry>,
     key_names: Vec<(Arc<str>, Arc<str>, Arc<str>)>,
-    /// `driver \0 pool \0 device` -> key.
-    key_by_name: WordHashMap<Box<[u8]>, DeviceKey>,
+    /// `driver \0 pool \0 device` -> key: made while indexing once a device's name triple
+    /// could repeat one seen before, otherwise on the first lookup ([`KeysByName`]).
+    key_by_name: OnceLock<KeyTable>,
     /// The pool of each device key.
     key_pool: Vec<u32>,
     /// `(driver, pool)` -> dense pool key.
@@ -1059,7 +1060,7 @@ impl Index {
             slices: Vec::new(),
             devices: Vec::new(),
             key_names: Vec::new(),
-            key_by_name: WordHashMap::default(),
+            key_by_name: OnceLock::new(),
             key_pool: Vec::new(),
             pool_keys: WordHashMap::default(),
             slices_on_node: WordHashMap::default(),
@@ -1115,7 +1116,7 @@ impl Index {
         let devices: usize = runs.iter().map(|run| run.devices.len()).sum();
         index.key_names.reserve(devices);
         index.key_pool.reserve(devices);
-        index.key_by_name.reserve(devices);
+        let mut keys = KeysByName::AllNew;
         index.pool_keys.reserve(slices);
         index.slices_by_pool.reserve(slices);
         index.slices_on_node.reserve(slices);
@@ -1126,42 +1127,61 @@ impl Index {
                 index.devices.append(&mut run.devices);
             }
             for prepared in run.slices {
-                index.add_slice(prepared?);
+                index.add_slice(prepared?, &mut keys);
             }
+        }
+        if let KeysByName::Table(table) = keys {
+            index.key_by_name = OnceLock::from(table);
         }
         Ok(index)
     }
 
-    /// The key of a device name triple, a new one for a triple not seen before. One hash
-    /// and one allocation (the table's key) a device; the names are shared with the slice's
-    /// and the device's own (the index is built from fresh slices, whose devices are nearly
-    /// all new: a lookup before the insertion was a second hash of every name).
+    /// The key of a device name triple, a new one for a triple not seen before: without a
+    /// lookup while every triple so far was new ([`KeysByName::AllNew`]), otherwise one hash
+    /// and one allocation (the table's key) a device. The names are shared with the slice's
+    /// and the device's own.
     fn intern_key(
         &mut self,
+        keys: &mut KeysByName,
         driver: &Arc<str>,
         pool: &Arc<str>,
         pool_key: u32,
         device: &Arc<str>,
     ) -> DeviceKey {
         let next = DeviceKey(self.key_names.len() as u32);
-        match self.key_by_name.entry(key_text(driver, pool, device)) {
-            std::collections::hash_map::Entry::Occupied(known) => *known.get(),
-            std::collections::hash_map::Entry::Vacant(vacant) => {
-                vacant.insert(next);
-                self.key_names
-                    .push((driver.clone(), pool.clone(), device.clone()));
-                self.key_pool.push(pool_key);
-                next
+        if let KeysByName::Table(table) = keys {
+            match table.entry(key_text(driver, pool, device)) {
+                std::collections::hash_map::Entry::Occupied(known) => return *known.get(),
+                std::collections::hash_map::Entry::Vacant(vacant) => {
+                    vacant.insert(next);
+                }
             }
         }
+        self.key_names
+            .push((driver.clone(), pool.clone(), device.clone()));
+        self.key_pool.push(pool_key);
+        next
     }
 
-    fn intern_pool(&mut self, driver: &str, pool: &str) -> u32 {
+    /// Every key by its name text, as [`Index::intern_key`] would have made it: the keys'
+    /// triples are distinct, each key the first of its triple.
+    fn key_table(&self) -> KeyTable {
+        let mut table = KeyTable::default();
+        table.reserve(self.key_names.len());
+        for (key, (driver, pool, device)) in self.key_names.iter().enumerate() {
+            table.insert(key_text(driver, pool, device), DeviceKey(key as u32));
+        }
+        table
+    }
+
+    /// The dense key of a `(driver, pool)` pair, and whether an earlier slice had it.
+    fn intern_pool(&mut self, driver: &str, pool: &str) -> (u32, bool) {
         let next = self.pool_keys.len() as u32;
-        *self
+        let key = *self
             .pool_keys
             .entry((driver.to_string(), pool.to_string()))
-            .or_insert(next)
+            .or_insert(next);
+        (key, key != next)
     }
 
     /// The dense key of a `(driver, pool)` pair (pools without any slice share a sentinel).
@@ -1184,7 +1204,7 @@ impl Index {
 
     /// Adds a slice whose devices [`prepare_slice`] converted: gives the slice and its
     /// devices their place and keys, in input order.
-    fn add_slice(&mut self, prepared: PreparedSlice) {
+    fn add_slice(&mut self, prepared: PreparedSlice, keys: &mut KeysByName) {
         let PreparedSlice { mut entry, devices } = prepared;
         let idx = SliceIdx(self.slices.len() as u32);
         // The slice's devices are in place already, right after the previous slice's.
@@ -1192,10 +1212,18 @@ impl Index {
         entry.devices = start..start + devices as u32;
         let driver: Arc<str> = entry.driver.as_str().into();
         let pool: Arc<str> = entry.pool.as_str().into();
-        let pool_key = self.intern_pool(&entry.driver, &entry.pool);
-        for at in entry.devices.start as usize..entry.devices.end as usize {
+        let (pool_key, pool_seen) = self.intern_pool(&entry.driver, &entry.pool);
+        let at = entry.devices.start as usize..entry.devices.end as usize;
+        // A device of this slice can have the name triple of an earlier one only when its
+        // pool was in an earlier slice or a name repeats in this one.
+        if matches!(keys, KeysByName::AllNew)
+            && (pool_seen || names_repeat(&self.devices[at.clone()]))
+        {
+            *keys = KeysByName::Table(self.key_table());
+        }
+        for at in at {
             let name = self.devices[at].name.clone();
-            let key = self.intern_key(&driver, &pool, pool_key, &name);
+            let key = self.intern_key(keys, &driver, &pool, pool_key, &name);
             let device = &mut self.devices[at];
             device.key = key;
             device.pool_key = pool_key;
@@ -1255,9 +1283,8 @@ impl Index {
 
     /// The key of a device name triple, if any slice has such a device.
     pub fn device_key(&self, driver: &str, pool: &str, device: &str) -> Option<DeviceKey> {
-        with_key_text(driver, pool, device, |name| {
-            self.key_by_name.get(name).copied()
-        })
+        let table = self.key_by_name.get_or_init(|| self.key_table());
+        with_key_text(driver, pool, device, |name| table.get(name).copied())
     }
 
     /// `(driver, pool, device)` of a key.
@@ -1320,6 +1347,34 @@ impl Index {
             CelInput::Fresh(build())
         }
     }
+}
+
+/// Device keys by [`key_text`].
+type KeyTable = WordHashMap<Box<[u8]>, DeviceKey>;
+
+/// How [`Index::add_slice`] gives devices their keys while an index is built.
+enum KeysByName {
+    /// Every device so far had a name triple no device before it had: each took the next
+    /// key, and the table waits for the first lookup (most runs look up none: the table's
+    /// texts and hashes were a third of a small cluster's indexing).
+    AllNew,
+    /// A triple may repeat one seen before: every device's is looked up first.
+    Table(KeyTable),
+}
+
+/// Whether two of `devices` (one slice's) have the same name.
+fn names_repeat(devices: &[DeviceEntry]) -> bool {
+    // Pairwise for a node's few devices; sorted names for more.
+    const PAIRWISE: usize = 16;
+    if devices.len() <= PAIRWISE {
+        return devices
+            .iter()
+            .enumerate()
+            .any(|(i, a)| devices[i + 1..].iter().any(|b| a.name == b.name));
+    }
+    let mut names: Vec<&str> = devices.iter().map(|d| &*d.name).collect();
+    names.sort_unstable();
+    names.windows(2).any(|pair| pair[0] == pair[1])
 }
 
 /// [`with_key_text`]'s text, as the key table keeps it.
@@ -1754,6 +1809,77 @@ mod tests {
                 );
             }
             assert_eq!(index.device_key(driver, &pool, "d"), None);
+        }
+    }
+
+    /// A device name triple seen before takes the key it had, whether it repeats in one slice
+    /// (of few devices or many) or in a later slice of its pool, and whether or not slices
+    /// of other pools came first; every other device takes the next key, and lookups find
+    /// each key, whether the key table was made while indexing or on the first lookup.
+    #[test]
+    fn repeated_device_names_keep_their_first_key() {
+        let slice = |name: &str, pool: &str, devices: &[String]| {
+            let list: Vec<String> = devices
+                .iter()
+                .map(|d| format!(r#"{{"name":"{d}"}}"#))
+                .collect();
+            format!(
+                r#"{{"metadata":{{"name":"{name}"}},"spec":{{"driver":"x.example.com",
+                "nodeName":"n","pool":{{"name":"{pool}","resourceSliceCount":2}},
+                "devices":[{}]}}}}"#,
+                list.join(",")
+            )
+        };
+        let names = |count: usize| -> Vec<String> { (0..count).map(|i| format!("d{i}")).collect() };
+        let with_repeat = |count: usize| {
+            let mut devices = names(count);
+            devices.push(format!("d{}", count / 2));
+            devices
+        };
+        let cases: Vec<(Vec<String>, Vec<u32>)> = vec![
+            // Two pools of distinct names: every device a key of its own.
+            (
+                vec![slice("a", "p", &names(3)), slice("b", "q", &names(2))],
+                vec![0, 1, 2, 3, 4],
+            ),
+            // A name twice in a node's slice, after another pool's slice.
+            (
+                vec![slice("a", "q", &names(2)), slice("b", "p", &with_repeat(4))],
+                vec![0, 1, 2, 3, 4, 5, 4],
+            ),
+            // A name twice in a slice of many devices.
+            (
+                vec![slice("a", "p", &with_repeat(20))],
+                (0..20).chain([10]).collect(),
+            ),
+            // A pool's second slice repeating one name of its first and adding one.
+            (
+                vec![
+                    slice("a", "p", &names(2)),
+                    slice("b", "q", &names(1)),
+                    slice("c", "p", &["d1".to_string(), "d7".to_string()]),
+                ],
+                vec![0, 1, 2, 1, 3],
+            ),
+        ];
+        for (slices, expected) in cases {
+            let input = IndexInput {
+                nodes: Vec::new(),
+                slices: slices.iter().map(|s| SliceInput::Json(s)).collect(),
+                classes: Vec::new(),
+                taint_rules: Vec::new(),
+            };
+            let index = Index::build(&input, &IndexOptions::default()).expect("an index");
+            let keys: Vec<u32> = index.device_entries().map(|(_, d)| d.key.0).collect();
+            assert_eq!(keys, expected, "{slices:?}");
+            let distinct = expected.iter().max().map_or(0, |max| max + 1);
+            assert_eq!(index.num_device_keys(), distinct as usize);
+            for (_, device) in index.device_entries() {
+                let (driver, pool, name) = index.key_names(device.key);
+                assert_eq!(&*device.name, name);
+                assert_eq!(index.device_key(driver, pool, name), Some(device.key));
+            }
+            assert_eq!(index.device_key("x.example.com", "p", "d99"), None);
         }
     }
 
