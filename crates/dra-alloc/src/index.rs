@@ -1767,6 +1767,17 @@ mod tests {
         assert!(error.message.contains("invalid type"), "{error}");
     }
 
+    /// The index of the slices written as JSON `slices`, without nodes, classes or rules.
+    fn index_of_json(slices: &[String]) -> Index {
+        let input = IndexInput {
+            nodes: Vec::new(),
+            slices: slices.iter().map(|s| SliceInput::Json(s)).collect(),
+            classes: Vec::new(),
+            taint_rules: Vec::new(),
+        };
+        Index::build(&input, &IndexOptions::default()).expect("an index")
+    }
+
     /// Devices are found by their names whether the joined names fit the lookup's stack room
     /// or not, and names that differ only in where one ends and the next begins stay apart.
     #[test]
@@ -1792,13 +1803,7 @@ mod tests {
                 list.join(",")
             ));
         }
-        let input = IndexInput {
-            nodes: Vec::new(),
-            slices: slices.iter().map(|s| SliceInput::Json(s)).collect(),
-            classes: Vec::new(),
-            taint_rules: Vec::new(),
-        };
-        let index = Index::build(&input, &IndexOptions::default()).expect("an index");
+        let index = index_of_json(&slices);
         assert_eq!(index.num_device_keys(), 8);
         for (driver, pool) in [("x.example.com", pool("")), ("x.example.co", pool("m"))] {
             for device in &devices {
@@ -1863,13 +1868,7 @@ mod tests {
             ),
         ];
         for (slices, expected) in cases {
-            let input = IndexInput {
-                nodes: Vec::new(),
-                slices: slices.iter().map(|s| SliceInput::Json(s)).collect(),
-                classes: Vec::new(),
-                taint_rules: Vec::new(),
-            };
-            let index = Index::build(&input, &IndexOptions::default()).expect("an index");
+            let index = index_of_json(&slices);
             let keys: Vec<u32> = index.device_entries().map(|(_, d)| d.key.0).collect();
             assert_eq!(keys, expected, "{slices:?}");
             let distinct = expected.iter().max().map_or(0, |max| max + 1);
