@@ -1,12 +1,14 @@
 //! One helper thread that runs a command's jobs one after another ([`Helper`]).
 //!
-//! `dra simulate` gives its helper work twice: converting slices while the input is read
-//! ([`crate::slices_ahead`]), then writing the first-fit JSON document while the loop runs.
-//! A thread per job cost the main thread its start each time (a new thread, and letting it
-//! move to the other CPU: about 0.1 ms here), and each new thread began its work only once
-//! the idle CPU it moved to had woken (0.1-0.4 ms, at times more). One thread, already on
-//! its CPU, with its memory already set up, takes the second job as soon as it is handed
-//! over: it looks for the next job busily for a while before it parks
+//! `dra simulate` gives its helper its jobs in turn: the CEL environment's declarations while
+//! it waits for the input's first slice (`dra_alloc::prepare_selector_environment`),
+//! converting slices while the input is read ([`crate::slices_ahead`]), gathering node pools
+//! from the last node while the loop starts, then writing the first-fit JSON document while
+//! the loop runs. A thread per job cost the main thread its start each time (a new thread,
+//! and letting it move to the other CPU: about 0.1 ms here), and each new thread began its
+//! work only once the idle CPU it moved to had woken (0.1-0.4 ms, at times more). One
+//! thread, already on its CPU, with its memory already set up, takes each job as soon as it
+//! is handed over: it looks for the next job busily for a while before it parks
 //! ([`HandOver::receive`]).
 //!
 //! The thread moves to another CPU before it first allocates
