@@ -1116,7 +1116,7 @@ impl Index {
         let devices: usize = runs.iter().map(|run| run.devices.len()).sum();
         index.key_names.reserve(devices);
         index.key_pool.reserve(devices);
-        let mut keys = KeysByName::AllNew;
+        let mut keys = KeysByName::AllNew { room: devices };
         index.pool_keys.reserve(slices);
         index.slices_by_pool.reserve(slices);
         index.slices_on_node.reserve(slices);
@@ -1163,11 +1163,11 @@ impl Index {
         next
     }
 
-    /// Every key by its name text, as [`Index::intern_key`] would have made it: the keys'
-    /// triples are distinct, each key the first of its triple.
-    fn key_table(&self) -> KeyTable {
+    /// Every key by its name text, as [`Index::intern_key`] would have made it (the keys'
+    /// triples are distinct, each key the first of its triple), with room for `room` keys.
+    fn key_table(&self, room: usize) -> KeyTable {
         let mut table = KeyTable::default();
-        table.reserve(self.key_names.len());
+        table.reserve(room.max(self.key_names.len()));
         for (key, (driver, pool, device)) in self.key_names.iter().enumerate() {
             table.insert(key_text(driver, pool, device), DeviceKey(key as u32));
         }
@@ -1216,10 +1216,10 @@ impl Index {
         let at = entry.devices.start as usize..entry.devices.end as usize;
         // A device of this slice can have the name triple of an earlier one only when its
         // pool was in an earlier slice or a name repeats in this one.
-        if matches!(keys, KeysByName::AllNew)
+        if let KeysByName::AllNew { room } = *keys
             && (pool_seen || names_repeat(&self.devices[at.clone()]))
         {
-            *keys = KeysByName::Table(self.key_table());
+            *keys = KeysByName::Table(self.key_table(room));
         }
         for at in at {
             let name = self.devices[at].name.clone();
@@ -1283,7 +1283,9 @@ impl Index {
 
     /// The key of a device name triple, if any slice has such a device.
     pub fn device_key(&self, driver: &str, pool: &str, device: &str) -> Option<DeviceKey> {
-        let table = self.key_by_name.get_or_init(|| self.key_table());
+        let table = self
+            .key_by_name
+            .get_or_init(|| self.key_table(self.key_names.len()));
         with_key_text(driver, pool, device, |name| table.get(name).copied())
     }
 
@@ -1356,8 +1358,10 @@ type KeyTable = WordHashMap<Box<[u8]>, DeviceKey>;
 enum KeysByName {
     /// Every device so far had a name triple no device before it had: each took the next
     /// key, and the table waits for the first lookup (most runs look up none: the table's
-    /// texts and hashes were a third of a small cluster's indexing).
-    AllNew,
+    /// texts and hashes were a quarter of a small cluster's indexing). `room`: every device
+    /// of the index, the table's room should it be made while indexing (growing it step by
+    /// step rehashes and copies it).
+    AllNew { room: usize },
     /// A triple may repeat one seen before: every device's is looked up first.
     Table(KeyTable),
 }
