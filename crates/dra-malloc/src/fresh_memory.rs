@@ -78,6 +78,73 @@ pub fn spawn_unprepared(work: Work) -> Result<(), Work> {
     Err(work)
 }
 
+/// A 2 MiB stretch of a thread's heap that the heap has not reached yet
+/// ([`next_heap_huge_page`]), for another thread to have zeroed ahead ([`populate`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapHugePage {
+    /// The first byte, a multiple of [`HUGE_PAGE_BYTES`].
+    pub start: usize,
+}
+
+/// The size of an x86-64 transparent huge page, the unit mimalloc's memory is zeroed in here.
+pub const HUGE_PAGE_BYTES: usize = 2 * 1024 * 1024;
+
+/// The huge page after the one that holds a small block the calling thread allocates now: the
+/// next fresh huge page its heap will touch as it grows.
+///
+/// mimalloc (v2) gives each thread's heap its own segments of 32 MiB and fills a segment from
+/// its start; a thread's small blocks early in its life lie in its first segment's first huge
+/// page, and its heap reaches the second once it holds about 2 MiB. Whether it ever does is
+/// the caller's guess; a page populated in vain costs the populating thread its time and the
+/// process 2 MiB of memory, nothing else.
+pub fn next_heap_huge_page() -> HeapHugePage {
+    // Asked of mimalloc itself, whether or not it is the global allocator.
+    // SAFETY: a one-byte block from the calling thread's heap, freed at once; only its
+    // address is kept.
+    #[allow(unsafe_code)]
+    let address = unsafe {
+        let block = libmimalloc_sys::mi_malloc(1);
+        libmimalloc_sys::mi_free(block);
+        block as usize
+    };
+    HeapHugePage {
+        start: (address & !(HUGE_PAGE_BYTES - 1)) + HUGE_PAGE_BYTES,
+    }
+}
+
+/// Has the kernel zero `page` now, on the calling thread's CPU (`madvise(MADV_POPULATE_WRITE)`,
+/// Linux 5.14 and later), so that the heap whose page it is finds it in place instead of
+/// waiting for the zeroing at its first touch (0.06-0.15 ms for a huge page on our machines).
+///
+/// The contents do not change: a page already in place is left as it is, so another thread
+/// may be using any part of it meanwhile. An error (an older kernel: `EINVAL`; memory the
+/// allocator has not reserved: `ENOMEM`) leaves everything as it was; the page is then
+/// zeroed at its first touch, as without this call.
+#[cfg(target_os = "linux")]
+pub fn populate(page: HeapHugePage) -> std::io::Result<()> {
+    // SAFETY: MADV_POPULATE_WRITE only faults pages in (as writing to them would, without
+    // writing); it neither changes nor frees memory, so any address range is sound to pass.
+    #[allow(unsafe_code)]
+    let rc = unsafe {
+        libc::madvise(
+            page.start as *mut libc::c_void,
+            HUGE_PAGE_BYTES,
+            libc::MADV_POPULATE_WRITE,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// [`populate`] where the operating system has no such call: nothing is populated.
+#[cfg(not(target_os = "linux"))]
+pub fn populate(_page: HeapHugePage) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,6 +166,93 @@ mod tests {
             assert_eq!(data, [1, 2, 3]);
         } else {
             assert!(started.is_err());
+        }
+    }
+
+    /// Whether the 4 KiB page at `address` is in memory (`mincore`).
+    #[cfg(target_os = "linux")]
+    fn resident(address: usize) -> bool {
+        let mut vector = [0_u8; 1];
+        // SAFETY: `mincore` writes one byte per 4 KiB page of the range into `vector`.
+        #[allow(unsafe_code)]
+        let rc = unsafe { libc::mincore(address as *mut libc::c_void, 4096, vector.as_mut_ptr()) };
+        rc == 0 && vector[0] & 1 == 1
+    }
+
+    /// The next huge page lies just past the calling thread's newest small blocks.
+    #[test]
+    fn the_next_huge_page_follows_the_threads_newest_blocks() {
+        std::thread::spawn(|| {
+            let page = next_heap_huge_page();
+            // SAFETY: a block of the thread's mimalloc heap of the probe's size, freed at once.
+            #[allow(unsafe_code)]
+            let block = unsafe {
+                let block = libmimalloc_sys::mi_malloc(1);
+                libmimalloc_sys::mi_free(block);
+                block as usize
+            };
+            assert_eq!(page.start % HUGE_PAGE_BYTES, 0);
+            assert!(
+                page.start - HUGE_PAGE_BYTES <= block && block < page.start,
+                "{block:#x} lies in the huge page before {:#x}",
+                page.start
+            );
+        })
+        .join()
+        .expect("the test thread ends");
+    }
+
+    /// A huge page of fresh memory is not in memory until populated, and is afterwards, with
+    /// the contents of the memory around it unchanged; an address nothing maps is an error.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn populate_puts_a_fresh_huge_page_in_place() {
+        const SPAN: usize = 3 * HUGE_PAGE_BYTES;
+        // SAFETY: a private anonymous mapping of SPAN bytes, written and read only within
+        // itself, unmapped at the end.
+        #[allow(unsafe_code)]
+        unsafe {
+            let mapped = libc::mmap(
+                core::ptr::null_mut(),
+                SPAN,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert_ne!(mapped, libc::MAP_FAILED);
+            let start = (mapped as usize).next_multiple_of(HUGE_PAGE_BYTES);
+            let page = HeapHugePage { start };
+            // A byte written before the page, in its own 4 KiB page.
+            let before = (start - 1) as *mut u8;
+            if start > mapped as usize {
+                before.write(42);
+            }
+            assert!(
+                !resident(start),
+                "fresh memory is not in place before it is touched"
+            );
+            match populate(page) {
+                Ok(()) => {
+                    assert!(resident(start), "populated");
+                    assert!(resident(start + HUGE_PAGE_BYTES - 4096), "all of it");
+                    assert_eq!((start as *const u8).read(), 0, "zeroed");
+                }
+                // Kernels before 5.14 do not know the advice; nothing changed then.
+                Err(e) => {
+                    assert_eq!(e.raw_os_error(), Some(libc::EINVAL), "{e}");
+                    assert!(!resident(start));
+                }
+            }
+            if start > mapped as usize {
+                assert_eq!(before.read(), 42);
+            }
+            assert_eq!(libc::munmap(mapped, SPAN), 0);
+            let gone = populate(page).expect_err("unmapped memory cannot be populated");
+            assert!(
+                matches!(gone.raw_os_error(), Some(libc::ENOMEM | libc::EINVAL)),
+                "{gone}"
+            );
         }
     }
 }
