@@ -44,9 +44,17 @@ pub(crate) struct RequestData<'a> {
     pub num_devices: i64,
     /// The devices of an `All` request, in pool order: (pool index, device).
     pub all_devices: Vec<(usize, DeviceIdx)>,
-    /// The devices the request's selectors pick on this node.
-    pub candidates: Arc<Candidates>,
+    /// The devices the request's selectors pick on this node (the selector set's, computed
+    /// once per node and kept for the snapshot's life).
+    pub candidates: &'a Candidates,
 }
+
+/// The candidates of a request without a selector set (its class is unknown or a selector
+/// empty: [`Search::validate_request`] reports that before anything looks at them).
+static NO_CANDIDATES: Candidates = Candidates {
+    entries: Vec::new(),
+    has_error: false,
+};
 
 /// Where a device is in the node's search order.
 #[derive(Debug, Clone, Copy)]
@@ -358,7 +366,7 @@ impl<'a> Search<'a> {
         }
         let candidates = match &spec.selector_set {
             Some(set) => set.set.candidates(self.index, self.node_id, self.pools),
-            None => Arc::new(Candidates::default()),
+            None => &NO_CANDIDATES,
         };
         let mut data = RequestData {
             spec,
@@ -746,7 +754,7 @@ impl<'a> Search<'a> {
         start: (usize, usize),
     ) -> Result<bool, Stop> {
         let data = &self.requests[claim][request][sub];
-        let candidates = data.candidates.clone();
+        let candidates = data.candidates;
         let admin = data.spec.admin();
         let needed = data.num_devices - device_index;
         let entries = &candidates.entries;

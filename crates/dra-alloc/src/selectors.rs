@@ -67,7 +67,7 @@ struct SharedResults {
     failures: Mutex<BTreeMap<u32, SelectorFailure>>,
     /// Per node (allocated on first use): the devices of the node's usable pools the set
     /// selects, in search order.
-    per_node: OnceLock<Box<[SharedOnce<Arc<Candidates>>]>>,
+    per_node: OnceLock<Box<[SharedOnce<Candidates>]>>,
 }
 
 /// The devices one selector set selects on one node, in search order: what upstream's search
@@ -230,10 +230,9 @@ impl SelectorSet {
     /// The devices this set selects on `node` (whose pools are `pools`), computed on first use.
     /// Evaluating every device of the node here is safe: results are cached, and errors are
     /// only reported by the search when it reaches the device.
-    pub fn candidates(&self, index: &Index, node: NodeId, pools: &NodePools) -> Arc<Candidates> {
+    pub fn candidates(&self, index: &Index, node: NodeId, pools: &NodePools) -> &Candidates {
         self.per_node(index, node)
-            .get_or_init(|| Arc::new(self.compute_candidates(index, node, pools)))
-            .clone()
+            .get_or_init(|| self.compute_candidates(index, node, pools))
     }
 
     /// [`SelectorSet::candidates`] for a thread that computes them ahead of the one that
@@ -241,11 +240,11 @@ impl SelectorSet {
     pub fn candidates_ahead(&self, index: &Index, node: NodeId, pools: &NodePools) {
         let _ = self
             .per_node(index, node)
-            .get_or_init_if_untaken(|| Arc::new(self.compute_candidates(index, node, pools)));
+            .get_or_init_if_untaken(|| self.compute_candidates(index, node, pools));
     }
 
     /// The cell of `node`'s candidates.
-    fn per_node(&self, index: &Index, node: NodeId) -> &SharedOnce<Arc<Candidates>> {
+    fn per_node(&self, index: &Index, node: NodeId) -> &SharedOnce<Candidates> {
         let per_node = self
             .results
             .per_node
