@@ -69,8 +69,8 @@ pub(crate) fn claim_picks(search: &mut Search<'_>) -> Result<Vec<ClaimPicks>, St
 #[derive(Debug)]
 pub(crate) struct StateChange<'p> {
     pub key: DeviceKey,
-    /// `shareID`: set for a device that allows several allocations.
-    pub share_id: Option<String>,
+    /// Whether the result has a `shareID` (a device that allows several allocations).
+    pub shared: bool,
     /// `consumedCapacity`, as the search computed it (the object carries each quantity's
     /// canonical text, which parses back to the same value).
     pub consumed: Option<&'p CapacityAmounts>,
@@ -153,27 +153,18 @@ impl ClaimPicks {
         index: &'p Index,
         claim: &'p PreparedClaim,
     ) -> impl Iterator<Item = StateChange<'p>> + 'p {
-        // Positions count every pick, as `build`'s do: a share ID is derived from its
-        // result's position.
-        self.devices
-            .iter()
-            .enumerate()
-            .filter_map(move |(position, pick)| {
-                let data = request_view(claim, pick.request, pick.sub)?;
-                if data.spec.admin() {
-                    return None;
-                }
-                let entry = index.device(pick.device);
-                let share_id = shares_device(index, pick.device).then(|| {
-                    let (driver, pool, device) = index.key_names(entry.key);
-                    share_id(claim, position, driver, pool, device)
-                });
-                Some(StateChange {
-                    key: entry.key,
-                    share_id,
-                    consumed: pick.consumed_capacity.as_ref(),
-                })
+        self.devices.iter().filter_map(move |pick| {
+            let data = request_view(claim, pick.request, pick.sub)?;
+            if data.spec.admin() {
+                return None;
+            }
+            let entry = index.device(pick.device);
+            Some(StateChange {
+                key: entry.key,
+                shared: shares_device(index, pick.device),
+                consumed: pick.consumed_capacity.as_ref(),
             })
+        })
     }
 
     /// The claim's `AllocationResult` on `node` (`claim` is the claim the picks were made

@@ -21,9 +21,11 @@ use crate::result::ClaimPicks;
 pub struct AllocatedState {
     /// Exclusive allocations per device key.
     exclusive: Vec<u32>,
-    /// `(device, shareID)` of shared allocations, with multiplicity.
-    shares: BTreeMap<(DeviceKey, String), u32>,
-    /// Number of shares per device (for "is allocated").
+    /// Number of shared allocations (results with a `shareID`) per device: upstream's
+    /// `AllocatedSharedDeviceIDs` is asked only whether it holds some share of a device
+    /// (`IsDeviceAllocated`, the counters' gathering), never for a particular ID, so the IDs
+    /// themselves are not kept (a share ID is a hash of its claim and device: deriving it
+    /// for every shared pick was a tenth of a small run's reference loop).
     shares_per_device: BTreeMap<DeviceKey, u32>,
     /// Sum of `consumedCapacity` over the shares of a device that report one.
     aggregated_capacity: BTreeMap<DeviceKey, CapacityAmounts>,
@@ -61,7 +63,6 @@ impl Clone for AllocatedState {
     fn clone(&self) -> AllocatedState {
         AllocatedState {
             exclusive: self.exclusive.clone(),
-            shares: self.shares.clone(),
             shares_per_device: self.shares_per_device.clone(),
             aggregated_capacity: self.aggregated_capacity.clone(),
             aggregated_keys: self.aggregated_keys.clone(),
@@ -110,14 +111,9 @@ impl AllocatedState {
         self.is_exclusively_allocated(key) || self.shares_per_device.contains_key(&key)
     }
 
-    /// Whether the share `share_id` of the device is allocated (upstream's
-    /// `AllocatedSharedDeviceIDs` holds it).
-    pub fn holds_share(&self, key: DeviceKey, share_id: &str) -> bool {
-        // The set is keyed by owned IDs; a lookup by a borrowed one walks the device's range.
-        self.shares
-            .range((key, String::new())..)
-            .take_while(|((k, _), _)| *k == key)
-            .any(|((_, id), count)| id == share_id && *count > 0)
+    /// How many shared allocations (results with a `shareID`) of the device the state holds.
+    pub fn shares(&self, key: DeviceKey) -> u32 {
+        self.shares_per_device.get(&key).copied().unwrap_or(0)
     }
 
     /// `AggregatedCapacity[key]`.
@@ -284,7 +280,7 @@ impl AllocatedState {
             self.change_device(
                 index,
                 key,
-                result.share_id.as_deref(),
+                result.share_id.is_some(),
                 consumed.as_ref(),
                 add,
             );
@@ -293,36 +289,30 @@ impl AllocatedState {
     }
 
     /// [`AllocatedState::add`] of the object `picks` describe ([`ClaimPicks::build`] for
-    /// `claim`), without writing it: each device by its key, each share by the ID its result
-    /// carries, consumed capacity as the search computed it. The state is the one adding the
+    /// `claim`), without writing it: each device by its key, each share of a device counted,
+    /// consumed capacity as the search computed it. The state is the one adding the
     /// object makes, which a later [`AllocatedState::remove`] of the object undoes.
     pub fn add_picks(&mut self, index: &Index, claim: &PreparedClaim, picks: &ClaimPicks) {
         self.version += 1;
         for change in picks.state_changes(index, claim) {
-            self.change_device(
-                index,
-                change.key,
-                change.share_id.as_deref(),
-                change.consumed,
-                true,
-            );
+            self.change_device(index, change.key, change.shared, change.consumed, true);
         }
     }
 
     /// Adds (or with `add` false, takes back) one device result without admin access:
-    /// `share`, its `shareID`; `consumed`, its `consumedCapacity` as values.
+    /// `shared`, whether it has a `shareID`; `consumed`, its `consumedCapacity` as values.
     fn change_device(
         &mut self,
         index: &Index,
         key: DeviceKey,
-        share: Option<&str>,
+        shared: bool,
         consumed: Option<&CapacityAmounts>,
         add: bool,
     ) {
         if let Some(v) = self.pool_versions.get_mut(index.pool_of_key(key) as usize) {
             *v += 1;
         }
-        let Some(share) = share else {
+        if !shared {
             if let Some(count) = self.exclusive.get_mut(key.0 as usize) {
                 *count = if add {
                     *count + 1
@@ -331,8 +321,7 @@ impl AllocatedState {
                 };
             }
             return;
-        };
-        count_in(self.shares.entry((key, share.to_string())), add);
+        }
         count_in(self.shares_per_device.entry(key), add);
         // Upstream aggregates consumedCapacity only for results with a shareID and a
         // consumedCapacity (kube-scheduler's GatherAllocatedState).
@@ -438,8 +427,8 @@ mod tests {
         .expect("an allocation result")
     }
 
-    /// Amounts, repeated and not, add up the same whether parsed or remembered;
-    /// a text that does not parse leaves the state as it was.
+    /// Amounts, repeated and not, add up the same whether parsed or remembered, each share
+    /// counted; a text that does not parse leaves the state as it was.
     #[test]
     fn consumed_capacity_adds_up_with_remembered_parses() {
         let slice = r#"{"metadata":{"name":"s"},"spec":{"driver":"nic.example.com",
@@ -464,12 +453,15 @@ mod tests {
             state.aggregated_capacity(key).expect("aggregated")["bandwidth"].to_canonical_string()
         };
         assert_eq!(total(&state), "4Gi");
+        assert_eq!(state.shares(key), 3);
         assert!(state.add(&index, &consuming("1Gx", "d")).is_err());
         assert_eq!(total(&state), "4Gi");
+        assert_eq!(state.shares(key), 3, "a failed add counts no share");
         state
             .remove(&index, &consuming("1Gi", "a"))
             .expect("removed");
         assert_eq!(total(&state), "3Gi");
+        assert_eq!(state.shares(key), 2);
         // The last contribution taken back leaves no entry; a new one makes it again, and a
         // clone answers alike.
         for (amount, share) in [("1Gi", "b"), ("2048Mi", "c")] {
@@ -479,8 +471,12 @@ mod tests {
         }
         assert!(state.aggregated_capacity(key).is_none());
         assert!(state.clone().aggregated_capacity(key).is_none());
+        assert_eq!(state.shares(key), 0);
+        assert!(!state.is_allocated(key));
         state.add(&index, &consuming("5Gi", "e")).expect("added");
         assert_eq!(total(&state), "5Gi");
         assert_eq!(total(&state.clone()), "5Gi");
+        assert_eq!(state.shares(key), 1);
+        assert!(state.is_allocated(key) && !state.is_exclusively_allocated(key));
     }
 }

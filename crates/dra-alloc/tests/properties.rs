@@ -225,14 +225,24 @@ fn same_by_picks(
             let keys: Vec<DeviceKey> = picks.devices().map(|d| index.device(d).key).collect();
             state.add_exclusive(index, &keys);
         } else {
-            state.add_picks(index, claim, picks);
+            let shares_before = |key| state.shares(key);
+            let mut expected: BTreeMap<DeviceKey, u32> = BTreeMap::new();
             for result in results {
                 let key = index.device_key(&result.driver, &result.pool, &result.device);
-                if let (Some(key), Some(share)) = (key, &result.share_id)
+                if let (Some(key), Some(_)) = (key, &result.share_id)
                     && result.admin_access != Some(true)
-                    && !state.holds_share(key, share)
                 {
-                    return Err(format!("the picks did not add share {share}"));
+                    *expected.entry(key).or_insert_with(|| shares_before(key)) += 1;
+                }
+            }
+            state.add_picks(index, claim, picks);
+            for (key, count) in expected {
+                if state.shares(key) != count {
+                    return Err(format!(
+                        "the picks left {} shares of device key {}, the object {count}",
+                        state.shares(key),
+                        key.0
+                    ));
                 }
             }
         }
@@ -287,6 +297,7 @@ fn same_devices(index: &Index, a: &AllocatedState, b: &AllocatedState) -> Result
         }
         if a.is_allocated(key) != b.is_allocated(key)
             || a.is_exclusively_allocated(key) != b.is_exclusively_allocated(key)
+            || a.shares(key) != b.shares(key)
         {
             return Err(format!("device key {} differs", key.0));
         }
