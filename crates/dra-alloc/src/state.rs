@@ -26,7 +26,7 @@ pub struct AllocatedState {
     /// (`IsDeviceAllocated`, the counters' gathering), never for a particular ID, so the IDs
     /// themselves are not kept (a share ID is a hash of its claim and device: deriving it
     /// for every shared pick was a tenth of a small run's reference loop).
-    shares_per_device: BTreeMap<DeviceKey, u32>,
+    shares_per_device: Vec<u32>,
     /// Sum of `consumedCapacity` over the shares of a device that report one.
     aggregated_capacity: BTreeMap<DeviceKey, CapacityAmounts>,
     /// One bit per device key of the index: whether `aggregated_capacity` has the device.
@@ -35,7 +35,7 @@ pub struct AllocatedState {
     aggregated_keys: Vec<u64>,
     /// How many results contribute to `aggregated_capacity` per device: upstream's state has
     /// an entry only while some shared result carries `consumedCapacity`.
-    capacity_contributors: BTreeMap<DeviceKey, u32>,
+    capacity_contributors: Vec<u32>,
     /// Devices named by results but absent from every slice: they cannot influence allocation.
     unknown_devices: BTreeSet<(String, String, String)>,
     /// Bumped on every change; lets callers cache derived data.
@@ -108,12 +108,15 @@ impl AllocatedState {
 
     /// `IsDeviceAllocated`: exclusively allocated, or with at least one share.
     pub fn is_allocated(&self, key: DeviceKey) -> bool {
-        self.is_exclusively_allocated(key) || self.shares_per_device.contains_key(&key)
+        self.is_exclusively_allocated(key) || self.shares(key) > 0
     }
 
     /// How many shared allocations (results with a `shareID`) of the device the state holds.
     pub fn shares(&self, key: DeviceKey) -> u32 {
-        self.shares_per_device.get(&key).copied().unwrap_or(0)
+        self.shares_per_device
+            .get(key.0 as usize)
+            .copied()
+            .unwrap_or(0)
     }
 
     /// `AggregatedCapacity[key]`.
@@ -322,14 +325,14 @@ impl AllocatedState {
             }
             return;
         }
-        count_in(self.shares_per_device.entry(key), add);
+        count_in(&mut self.shares_per_device, key, add);
         // Upstream aggregates consumedCapacity only for results with a shareID and a
         // consumedCapacity (kube-scheduler's GatherAllocatedState).
         let Some(consumed) = consumed else {
             return;
         };
         let (word, bit) = aggregated_bit(key);
-        if !count_in(self.capacity_contributors.entry(key), add) {
+        if !count_in(&mut self.capacity_contributors, key, add) {
             self.aggregated_capacity.remove(&key);
             if let Some(bits) = self.aggregated_keys.get_mut(word) {
                 *bits &= !bit;
@@ -356,30 +359,24 @@ fn aggregated_bit(key: DeviceKey) -> (usize, u64) {
     (key.0 as usize / 64, 1 << (key.0 % 64))
 }
 
-/// Counts one more (`add`) or one less at `entry`; a count that reaches zero leaves the map,
-/// and one less of an absent entry changes nothing. Whether the entry is there afterwards.
-fn count_in<K: Ord>(entry: std::collections::btree_map::Entry<'_, K, u32>, add: bool) -> bool {
-    use std::collections::btree_map::Entry;
-    match entry {
-        Entry::Vacant(vacant) => {
-            if add {
-                vacant.insert(1);
-            }
-            add
+/// Counts one more (`add`) or one less for `key` in `counts` (indexed by key, grown as a key
+/// needs); one less of a count at zero changes nothing. Whether the count is above zero
+/// afterwards.
+fn count_in(counts: &mut Vec<u32>, key: DeviceKey, add: bool) -> bool {
+    let at = key.0 as usize;
+    if at >= counts.len() {
+        if !add {
+            return false;
         }
-        Entry::Occupied(mut occupied) => {
-            if add {
-                *occupied.get_mut() += 1;
-            } else {
-                *occupied.get_mut() -= 1;
-            }
-            if *occupied.get() == 0 {
-                occupied.remove();
-                return false;
-            }
-            true
-        }
+        counts.resize(at + 1, 0);
     }
+    let count = &mut counts[at];
+    *count = if add {
+        *count + 1
+    } else {
+        count.saturating_sub(1)
+    };
+    *count > 0
 }
 
 /// An allocation with the device key of each of its results resolved once (`None`: a device
