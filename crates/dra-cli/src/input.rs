@@ -42,19 +42,6 @@ pub fn load(out: &Out, files: &[PathBuf]) -> Result<Loaded, Failure> {
     Ok(loaded)
 }
 
-/// The bytes of the regular files among `files`, as the file system tells before they are
-/// read (a directory, standard input or a file that cannot be asked counts nothing: the
-/// loader reports what is wrong with it).
-pub fn file_bytes(files: &[PathBuf]) -> u64 {
-    files
-        .iter()
-        .filter(|file| file.as_os_str() != "-")
-        .filter_map(|file| std::fs::metadata(file).ok())
-        .filter(std::fs::Metadata::is_file)
-        .map(|metadata| metadata.len())
-        .sum()
-}
-
 /// The simulation's snapshot of a cluster loaded by [`load`].
 pub fn snapshot(loaded: &Loaded) -> Result<Snapshot, Failure> {
     let snapshot = Snapshot::new(&SimInput::from_cluster(&loaded.cluster))

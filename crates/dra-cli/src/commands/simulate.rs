@@ -22,11 +22,6 @@ use crate::helper::Helper;
 use crate::input;
 use crate::output::{Out, StdoutDirect, write_json};
 
-/// Input files of at least this many bytes take the main thread's heap past its first 2 MiB
-/// huge page while they are read: the objects read take several times their text (gpu-nic's
-/// 0.57 MiB of JSON, 3.3 MB of heap).
-const HEAP_PAST_ONE_HUGE_PAGE: u64 = 256 * 1024;
-
 pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
     // The snapshot holds what the simulation needs of the slices, which are most of a large
     // cluster's memory; only `-o yaml` prints them again (and needs them as objects).
@@ -41,13 +36,6 @@ pub fn run(out: &Out, args: &SimulateArgs) -> Result<(), Failure> {
         // selector compiler shares (some 250 function declarations, 0.15 M instructions that
         // were the index's largest part on this thread for small inputs).
         drop(helper.run(dra_alloc::prepare_selector_environment));
-        // Then, for an input whose objects will take this thread's heap past its first huge
-        // page, the next one: zeroed by the helper while it waits, not by this thread at
-        // its first touch while it reads pods (0.06-0.15 ms here).
-        if input::file_bytes(&args.inputs.files) >= HEAP_PAST_ONE_HUGE_PAGE {
-            let page = dra_malloc::fresh_memory::next_heap_huge_page();
-            drop(helper.run(move || dra_malloc::fresh_memory::populate(page)));
-        }
         let (mut loaded, snapshot) = input::load_snapshot(out, &args.inputs.files, &helper)?;
         crate::leave_to_exit(crate::take_slices(&mut loaded.cluster));
         (loaded, snapshot, Some(helper))
