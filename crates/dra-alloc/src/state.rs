@@ -210,9 +210,7 @@ impl AllocatedState {
             if let Some(v) = self.pool_versions.get_mut(index.pool_of_key(key) as usize) {
                 *v += 1;
             }
-            if let Some(count) = self.exclusive.get_mut(key.0 as usize) {
-                *count += 1;
-            }
+            count_in(&mut self.exclusive, key, true);
         }
     }
 
@@ -316,13 +314,7 @@ impl AllocatedState {
             *v += 1;
         }
         if !shared {
-            if let Some(count) = self.exclusive.get_mut(key.0 as usize) {
-                *count = if add {
-                    *count + 1
-                } else {
-                    count.saturating_sub(1)
-                };
-            }
+            count_in(&mut self.exclusive, key, add);
             return;
         }
         count_in(&mut self.shares_per_device, key, add);
@@ -359,9 +351,9 @@ fn aggregated_bit(key: DeviceKey) -> (usize, u64) {
     (key.0 as usize / 64, 1 << (key.0 % 64))
 }
 
-/// Counts one more (`add`) or one less for `key` in `counts` (indexed by key, grown as a key
-/// needs); one less of a count at zero changes nothing. Whether the count is above zero
-/// afterwards.
+/// Counts one more (`add`) or one less for `key` in `counts` (indexed by key; the exclusive
+/// counts come sized for the index's keys, the shared ones grow as a key needs); one less of
+/// a count at zero changes nothing. Whether the count is above zero afterwards.
 fn count_in(counts: &mut Vec<u32>, key: DeviceKey, add: bool) -> bool {
     let at = key.0 as usize;
     if at >= counts.len() {

@@ -225,14 +225,13 @@ fn same_by_picks(
             let keys: Vec<DeviceKey> = picks.devices().map(|d| index.device(d).key).collect();
             state.add_exclusive(index, &keys);
         } else {
-            let shares_before = |key| state.shares(key);
             let mut expected: BTreeMap<DeviceKey, u32> = BTreeMap::new();
             for result in results {
                 let key = index.device_key(&result.driver, &result.pool, &result.device);
                 if let (Some(key), Some(_)) = (key, &result.share_id)
                     && result.admin_access != Some(true)
                 {
-                    *expected.entry(key).or_insert_with(|| shares_before(key)) += 1;
+                    *expected.entry(key).or_insert_with(|| state.shares(key)) += 1;
                 }
             }
             state.add_picks(index, claim, picks);
