@@ -103,14 +103,14 @@ impl AttrValue {
 }
 
 /// Shares equal strings, and parses each distinct quantity text once ([`ParsedQuantities`]),
-/// while an index is built; for the slices read from JSON text, it also keeps the first
-/// devices of the last two ([`PreviousDevice`](crate::slice_json::PreviousDevice)).
+/// while an index is built; for the slices read from JSON text, it also keeps the last two
+/// ([`CarriedSlice`](crate::slice_json::CarriedSlice)).
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
     strings: WordHashMap<Arc<str>, ()>,
     quantities: ParsedQuantities,
     versions: WordHashMap<Box<str>, bool>,
-    first_devices: VecDeque<crate::slice_json::PreviousDevice>,
+    carried_slices: VecDeque<crate::slice_json::CarriedSlice>,
     /// The empty capacity list, made on first use.
     no_capacity: Option<Capacities>,
 }
@@ -133,21 +133,21 @@ impl Interner {
         }
     }
 
-    /// For the next slice: the first device of the slice two before it, when there is one.
-    pub(crate) fn carried_first_device(&mut self) -> crate::slice_json::PreviousDevice {
-        if self.first_devices.len() == 2 {
-            self.first_devices.pop_front().unwrap_or_default()
+    /// For the next slice: the slice two before it, when there is one (else an empty one).
+    pub(crate) fn take_carried_slice(&mut self) -> crate::slice_json::CarriedSlice {
+        if self.carried_slices.len() == 2 {
+            self.carried_slices.pop_front().unwrap_or_default()
         } else {
             Default::default()
         }
     }
 
-    /// Keeps a slice's first device, with the one of the slice before it.
-    pub(crate) fn carry_first_device(&mut self, first: crate::slice_json::PreviousDevice) {
-        if self.first_devices.len() == 2 {
-            self.first_devices.pop_front();
+    /// Keeps a slice just read, with the one before it.
+    pub(crate) fn carry_slice(&mut self, slice: crate::slice_json::CarriedSlice) {
+        if self.carried_slices.len() == 2 {
+            self.carried_slices.pop_front();
         }
-        self.first_devices.push_back(first);
+        self.carried_slices.push_back(slice);
     }
 
     pub(crate) fn get(&mut self, text: &str) -> Arc<str> {
@@ -867,7 +867,8 @@ pub(crate) fn wire_device_entry(
         Some(capacity) => capacities(slice_name, d, capacity, strings)?,
         None => strings.no_capacity(),
     };
-    device_entry(slice_name, d, device, attributes, capacity, strings)
+    let name = strings.get(&device.name);
+    device_entry(slice_name, d, device, (name, attributes, capacity), strings)
 }
 
 /// The capacities of device number `d` of slice `slice_name`, parsed, in name order.
@@ -950,16 +951,18 @@ pub(crate) fn capacities(
     Ok(strings.capacity_list(capacity))
 }
 
-/// The entry of device number `d` of slice `slice_name`, with its attributes (sorted by
-/// name) and capacities converted already, and without the taints of DeviceTaintRules
-/// ([`add_rule_taints`]); the wire type's `attributes` and `capacity` are not read. Fails on
-/// a counter quantity that does not parse.
+/// A device's name (shared), attributes (sorted by name) and capacities, converted.
+pub(crate) type ConvertedParts = (Arc<str>, Vec<(Arc<str>, AttrValue)>, Capacities);
+
+/// The entry of device number `d` of slice `slice_name`, with its name, attributes and
+/// capacities converted already ([`ConvertedParts`]), and without the taints of
+/// DeviceTaintRules ([`add_rule_taints`]); the wire type's `name`, `attributes` and
+/// `capacity` are not read. Fails on a counter quantity that does not parse.
 pub(crate) fn device_entry(
     slice_name: &str,
     d: usize,
     device: &k8s_openapi::api::resource::v1::Device,
-    attributes: Vec<(Arc<str>, AttrValue)>,
-    capacity: Capacities,
+    (name, attributes, capacity): ConvertedParts,
     strings: &mut Interner,
 ) -> Result<DeviceEntry, IndexError> {
     let mut consumes_counters = Vec::new();
@@ -987,7 +990,7 @@ pub(crate) fn device_entry(
         key: DeviceKey(u32::MAX),
         pool_key: u32::MAX,
         slice: SliceIdx(u32::MAX),
-        name: strings.get(&device.name),
+        name,
         attributes,
         capacity,
         consumes_counters,

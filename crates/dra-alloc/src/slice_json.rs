@@ -15,12 +15,12 @@
 //! so which way a slice took never shows in the answer. Parts decode alone exactly as within
 //! the whole text because the cursor limits nesting to half of serde_json's limit.
 //!
-//! Devices of one slice mostly repeat each other's attribute values and capacities; the
-//! reader keeps the previous device's values with their byte ranges ([`PreviousDevice`])
-//! and takes an attribute again, name and value, without reading it, where the same
-//! member's bytes come at the same position (a capacity map where the same map's bytes do);
-//! a name alone seen at the same position is not looked up again. A slice's first device is
-//! compared so with the first device of the slice two before it.
+//! Devices mostly repeat each other's attribute values and capacities; the reader keeps what
+//! it read of each device with the byte ranges it read it from ([`DeviceReads`]) and takes an
+//! attribute again, name and value, without reading it, where the same member's bytes come
+//! at the same position (a capacity map where the same map's bytes do); a name alone seen at
+//! the same position is not looked up again. Each device is compared so with the device at
+//! its position in the slice two before it ([`CarriedSlice`]), else with the device before it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -106,13 +106,21 @@ fn prepare_direct(
     let before = devices.len();
     let mut cursor = Cursor::new(text);
     cursor.skip_whitespace();
-    let previous = strings.carried_first_device();
     let mut reader = SliceReader {
+        carried: strings.take_carried_slice(),
         strings,
         devices,
-        previous,
+        previous: DeviceReads::default(),
+        previous_carried: false,
+        current: DeviceReads::default(),
+        reads: Vec::new(),
     };
-    let (metadata, spec, after_spec) = reader.slice(&mut cursor)?;
+    let parts = reader.slice(&mut cursor);
+    // Carried whether or not the slice reads whole: its devices' reads are of its own text
+    // either way, and the slice after the next one compares with this one.
+    let SliceReader { carried, reads, .. } = reader;
+    strings.carry_slice(carried.refilled(text, reads));
+    let (metadata, spec, after_spec) = parts?;
     cursor.skip_whitespace();
     if cursor.pos() != text.len() || spec_last && after_spec {
         return None;
@@ -192,52 +200,58 @@ fn null(cursor: &mut Cursor<'_>, depth: usize) -> Option<bool> {
 struct SliceReader<'s> {
     strings: &'s mut Interner,
     devices: &'s mut Vec<DeviceEntry>,
-    previous: PreviousDevice,
+    /// The slice two before this one in the run, whose devices' reads are taken over by
+    /// position ([`SliceReader::begin_device`]).
+    carried: CarriedSlice,
+    /// What the device being read is compared with: the carried slice's device at its
+    /// position (its texts in `carried.text`: `previous_carried`), else this slice's device
+    /// before it.
+    previous: DeviceReads,
+    previous_carried: bool,
+    /// What the device being read reads, of this slice's text.
+    current: DeviceReads,
+    /// This slice's devices' reads, in order, for the devices after them and the slice two
+    /// after this one.
+    reads: Vec<DeviceReads>,
 }
 
-/// What the reader took from the previous device's text, by position: a driver describes the
-/// devices of a slice alike (the GPUs of a node share model, architecture, driver and CUDA
-/// versions, NUMA node, memory), and bytes equal to an attribute value or a capacity map
-/// already read decode to the same value. A JSON object ends at its own closing brace, so a
-/// complete object's text found again at the cursor is that object, whatever follows.
-///
-/// The first device of a slice is compared with the first device of the slice two before it
-/// in the same run of slices (a node's GPU slice with the previous node's, where each node
-/// publishes a GPU and a NIC slice; any earlier slice of one driver): that device's texts
-/// are kept as copies ([`Interner::carry_first_device`]), since they are in another slice's
-/// text.
-#[derive(Debug, Default)]
-pub(crate) struct PreviousDevice {
+/// What the reader took from a device's text, by position: a driver describes its devices
+/// alike (the GPUs of a node share model, architecture, driver and CUDA versions, NUMA node,
+/// memory; the GPU at one position of every node of a fleet differs from the others in its
+/// UUID alone), and bytes equal to an attribute value or a capacity map already read decode
+/// to the same value. A JSON object ends at its own closing brace, so a complete object's
+/// text found again at the cursor is that object, whatever follows. The byte ranges are of
+/// the text the device was read from.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DeviceReads {
+    /// The name's text (a string) and the name, until a device compared with this one takes
+    /// it over.
+    name: Option<(Range<usize>, Arc<str>)>,
     /// Attributes in the order of the text.
     attributes: Vec<AttributeRead>,
-    /// The device being read's, while it is read.
-    next: Vec<AttributeRead>,
     /// The capacity map's text (an object) and its entries.
-    capacity: Option<(TextOf, Capacities)>,
+    capacity: Option<(Range<usize>, Capacities)>,
     /// Whether `attributes` are in strict name order as written.
     sorted: bool,
 }
 
-impl PreviousDevice {
-    /// The same state with its texts copied out of `text`, the slice they were read from.
-    fn carried(&self, text: &str) -> PreviousDevice {
-        let carry = |of: &TextOf| TextOf::Copied(of.bytes(text).into());
-        PreviousDevice {
-            attributes: self
-                .attributes
-                .iter()
-                .map(|read| AttributeRead {
-                    text: carry(&read.text),
-                    ..read.clone()
-                })
-                .collect(),
-            next: Vec::new(),
-            capacity: self
-                .capacity
-                .as_ref()
-                .map(|(of, capacity)| (carry(of), capacity.clone())),
-            sorted: self.sorted,
-        }
+/// A slice the reader read before, for the slice two after it in the same run of slices (a
+/// node's GPU slice for the next node's, where each node publishes a GPU and a NIC slice;
+/// the slice before of one driver when every slice is of one): a copy of its text, which is
+/// another slice's by then, and its devices' reads in order ([`Interner::carry_slice`]).
+#[derive(Debug, Default)]
+pub(crate) struct CarriedSlice {
+    text: Vec<u8>,
+    devices: Vec<DeviceReads>,
+}
+
+impl CarriedSlice {
+    /// This slice's buffers holding `text` and its devices' `reads` instead.
+    fn refilled(mut self, text: &str, reads: Vec<DeviceReads>) -> CarriedSlice {
+        self.text.clear();
+        self.text.extend_from_slice(text.as_bytes());
+        self.devices = reads;
+        self
     }
 }
 
@@ -245,11 +259,12 @@ impl PreviousDevice {
 /// colon and the value) and how many of its bytes come before the value.
 #[derive(Debug, Clone)]
 struct AttributeRead {
-    /// The name and value, until the next device takes them over; `None` after that (or
-    /// when a device gave up midway and took the wire type's way, for the positions it
-    /// reached), which the device after it reads as an attribute unlike its own.
+    /// The name and value, until a device compared with this one takes them over; `None`
+    /// after that (or when a device gave up midway and took the wire type's way, for the
+    /// positions it reached), which a device compared with it reads as an attribute unlike
+    /// its own.
     kept: Option<(Arc<str>, AttrValue)>,
-    text: TextOf,
+    text: Range<usize>,
     before_value: usize,
 }
 
@@ -261,26 +276,8 @@ enum Repeated {
     Name(usize),
 }
 
-/// Where a text the reader compares with is: a range of the slice being read, or a copy
-/// from an earlier slice.
-#[derive(Debug, Clone)]
-enum TextOf {
-    Range(Range<usize>),
-    Copied(Box<[u8]>),
-}
-
-impl TextOf {
-    fn bytes<'t>(&'t self, text: &'t str) -> &'t [u8] {
-        match self {
-            TextOf::Range(range) => &text.as_bytes()[range.clone()],
-            TextOf::Copied(bytes) => bytes,
-        }
-    }
-}
-
-/// Whether the object `of` is written again in `text` at `at`; its length if so.
-fn same_object_at(of: &TextOf, text: &str, at: usize) -> Option<usize> {
-    let object = of.bytes(text);
+/// Whether the object `object` (text) is written again in `text` at `at`; its length if so.
+fn same_object_at(object: &[u8], text: &str, at: usize) -> Option<usize> {
     (object.first() == Some(&b'{') && bytes::starts_with(&text.as_bytes()[at..], object))
         .then_some(object.len())
 }
@@ -289,6 +286,40 @@ fn same_object_at(of: &TextOf, text: &str, at: usize) -> Option<usize> {
 type SliceParts = (Option<ObjectMeta>, Option<ResourceSliceSpec>, bool);
 
 impl SliceReader<'_> {
+    /// The text the ranges of `previous` are of: the carried slice's copy, or `text`, the
+    /// slice being read.
+    fn previous_text<'t>(
+        previous_carried: bool,
+        carried: &'t CarriedSlice,
+        text: &'t str,
+    ) -> &'t [u8] {
+        if previous_carried {
+            &carried.text
+        } else {
+            text.as_bytes()
+        }
+    }
+
+    /// Device number `index` is next: it is compared with the carried slice's device at its
+    /// position, whose reads it takes over, else with a copy of this slice's device before it
+    /// (kept as it is for the slice two after this one). The reads `previous` held are dropped,
+    /// and their list's room kept for `current`.
+    fn begin_device(&mut self, index: usize) {
+        let (next, carried) = match self.carried.devices.get_mut(index) {
+            Some(reads) => (std::mem::take(reads), true),
+            None => (self.reads.last().cloned().unwrap_or_default(), false),
+        };
+        let mut room = std::mem::replace(&mut self.previous, next).attributes;
+        room.clear();
+        self.previous_carried = carried;
+        self.current = DeviceReads {
+            name: None,
+            attributes: room,
+            capacity: None,
+            sorted: false,
+        };
+    }
+
     /// `part` at the cursor; where it gives up, the same value decoded with its wire type and
     /// converted by `wire` (`None` when that fails too).
     fn or_wire<'a, T, W: DeserializeOwned>(
@@ -428,6 +459,7 @@ impl SliceReader<'_> {
         let inner = depth + 1;
         let mut index = 0;
         cursor.elements(inner, |cursor| {
+            self.begin_device(index);
             let device = self.or_wire(
                 cursor,
                 inner,
@@ -435,10 +467,8 @@ impl SliceReader<'_> {
                 |reader, device: Device| wire_device_entry("", index, &device, reader.strings).ok(),
             )?;
             self.devices.push(device);
-            if index == 0 {
-                let first = self.previous.carried(cursor.text());
-                self.strings.carry_first_device(first);
-            }
+            let reads = std::mem::take(&mut self.current);
+            self.reads.push(reads);
             index += 1;
             Some(())
         })
@@ -453,6 +483,8 @@ impl SliceReader<'_> {
         index: usize,
     ) -> Option<DeviceEntry> {
         let mut device = Device::default();
+        // Taken over from the device compared with, where its name's text comes again.
+        let mut name = None;
         let mut attributes = Vec::new();
         // `None` until the device gives one: the shared empty list is taken only when it
         // gives none (a copy of it is an atomic count, for every device).
@@ -499,7 +531,28 @@ impl SliceReader<'_> {
                 }
                 "name" => {
                     seen.first(8)?;
-                    device.name = optional_string(cursor, inner)?.unwrap_or_default();
+                    let start = cursor.pos();
+                    let previous_text =
+                        Self::previous_text(self.previous_carried, &self.carried, cursor.text());
+                    // A string's text ends at its closing quote: the same bytes at the cursor
+                    // are the same string.
+                    let repeated = self.previous.name.as_ref().and_then(|(of, _)| {
+                        let string = previous_text.get(of.clone())?;
+                        (string.first() == Some(&b'"')
+                            && bytes::starts_with(&cursor.text().as_bytes()[start..], string))
+                        .then_some(string.len())
+                    });
+                    name = match repeated {
+                        Some(length) => {
+                            cursor.set_pos(start + length);
+                            self.previous.name.take().map(|(_, name)| name)
+                        }
+                        None => match cursor.value(inner)? {
+                            Token::Null => None,
+                            token => Some(self.strings.get(&string_text(cursor, token)?)),
+                        },
+                    };
+                    self.current.name = name.clone().map(|name| (start..cursor.pos(), name));
                 }
                 "nodeAllocatableResources" => {
                     seen.first(9)?;
@@ -527,7 +580,16 @@ impl SliceReader<'_> {
         // device the wire type's way, and from there the slice, which reports it with the
         // name.
         let capacity = capacity.unwrap_or_else(|| self.strings.no_capacity());
-        device_entry("", index, &device, attributes, capacity, self.strings).ok()
+        // A device without a name has the wire type's default, the empty one.
+        let name = name.unwrap_or_else(|| self.strings.get(""));
+        device_entry(
+            "",
+            index,
+            &device,
+            (name, attributes, capacity),
+            self.strings,
+        )
+        .ok()
     }
 
     /// A device's attributes, `depth` deep, sorted by name like the wire type's `BTreeMap`.
@@ -542,7 +604,8 @@ impl SliceReader<'_> {
             depth,
             |reader, cursor| {
                 let text = cursor.text();
-                reader.previous.next.clear();
+                reader.current.attributes.clear();
+                reader.current.sorted = false;
                 let mut attributes = Vec::with_capacity(reader.previous.attributes.len());
                 // Whether every name so far is the previous device's at the same position.
                 let mut names_as_before = true;
@@ -550,9 +613,11 @@ impl SliceReader<'_> {
                 while more {
                     let start = cursor.pos();
                     let position = attributes.len();
+                    let previous_text =
+                        Self::previous_text(reader.previous_carried, &reader.carried, text);
                     let repeated = reader.previous.attributes.get(position).and_then(|read| {
                         read.kept.as_ref()?;
-                        let member = read.text.bytes(text);
+                        let member = previous_text.get(read.text.clone())?;
                         let rest = &text.as_bytes()[start..];
                         if member.last() == Some(&b'}') && bytes::starts_with(rest, member) {
                             Some(Repeated::Member(member.len()))
@@ -608,24 +673,20 @@ impl SliceReader<'_> {
                         }
                     };
                     let (name, value) = (kept.0.clone(), kept.1.clone());
-                    reader.previous.next.push(AttributeRead {
+                    reader.current.attributes.push(AttributeRead {
                         kept: Some(kept),
-                        text: TextOf::Range(start..cursor.pos()),
+                        text: start..cursor.pos(),
                         before_value,
                     });
                     attributes.push((name, value));
                     more = cursor.after_member(b'}')?;
                 }
-                // This device's, in the order of the text, for the next one.
-                let previous = &mut reader.previous;
                 // The previous device's names in the same order were checked already.
                 let names_as_before =
-                    names_as_before && attributes.len() == previous.attributes.len();
-                std::mem::swap(&mut previous.attributes, &mut previous.next);
-                previous.next.clear();
-                let sorted = (names_as_before && previous.sorted)
+                    names_as_before && attributes.len() == reader.previous.attributes.len();
+                let sorted = (names_as_before && reader.previous.sorted)
                     || attributes.is_sorted_by(|a, b| a.0 < b.0);
-                previous.sorted = sorted;
+                reader.current.sorted = sorted;
                 if !sorted {
                     attributes.sort_by(|a, b| a.0.cmp(&b.0));
                     // A name given twice: the wire type keeps the last.
@@ -636,6 +697,8 @@ impl SliceReader<'_> {
                 Some(attributes)
             },
             |reader, map: BTreeMap<String, DeviceAttribute>| {
+                // Reads from the text, if any, stay: each is of the bytes it names.
+                reader.current.sorted = false;
                 Some(
                     map.iter()
                         .map(|(k, v)| {
@@ -779,11 +842,16 @@ impl SliceReader<'_> {
             depth,
             |reader, cursor| {
                 let start = cursor.pos();
-                if let Some((of, capacity)) = &reader.previous.capacity
-                    && let Some(length) = same_object_at(of, cursor.text(), start)
+                let previous_text =
+                    Self::previous_text(reader.previous_carried, &reader.carried, cursor.text());
+                if let Some((of, _)) = &reader.previous.capacity
+                    && let Some(object) = previous_text.get(of.clone())
+                    && let Some(length) = same_object_at(object, cursor.text(), start)
+                    && let Some((_, capacity)) = reader.previous.capacity.take()
                 {
                     cursor.set_pos(start + length);
-                    return Some(capacity.clone());
+                    reader.current.capacity = Some((start..start + length, capacity.clone()));
+                    return Some(capacity);
                 }
                 let mut capacity: Vec<(Arc<str>, Capacity)> = Vec::with_capacity(1);
                 cursor.members(inner, |cursor, key| {
@@ -797,8 +865,7 @@ impl SliceReader<'_> {
                     Some(())
                 })?;
                 let capacity = reader.strings.capacity_list(capacity);
-                reader.previous.capacity =
-                    Some((TextOf::Range(start..cursor.pos()), capacity.clone()));
+                reader.current.capacity = Some((start..cursor.pos(), capacity.clone()));
                 Some(capacity)
             },
             |reader, map: BTreeMap<String, DeviceCapacity>| {
@@ -1319,33 +1386,45 @@ mod tests {
         }
     }
 
-    /// Slices read one after another with one interner, as a run of slices is: the first
-    /// device of each is compared with the first device of the slice two before it (texts
-    /// copied out of another slice). Every sequence of three first devices, over slices of
-    /// two drivers in turn, that repeat each other in part, in another order, or not at all:
-    /// each slice as the wire type gives it alone.
+    /// Slices read one after another with one interner, as a run of slices is: each device is
+    /// compared with the device at its position in the slice two before it (texts copied out
+    /// of another slice), or with the device before it where that slice has none. Every
+    /// sequence of three devices, over slices of two drivers in turn and of one to three
+    /// devices, that repeat each other in part, in another order, at other offsets, or not at
+    /// all: each slice as the wire type gives it alone.
     #[test]
-    fn first_devices_carried_from_earlier_slices_index_like_the_wire_type() {
+    fn devices_carried_from_earlier_slices_index_like_the_wire_type() {
         let rules: Vec<&DeviceTaintRule> = Vec::new();
-        let firsts = [
+        let devices = [
             r#"{"name":"d","attributes":{"a":{"int":1},"b":{"string":"x"}},"capacity":{"m":{"value":"8Gi"}}}"#,
             r#"{"name":"d","attributes":{"a":{"int":1},"b":{"string":"y"}},"capacity":{"m":{"value":"8Gi"}}}"#,
+            r#"{"name":"d","attributes":{"a":{"int":2},"b":{"string":"x"}},"capacity":{"m":{"value":"9Gi"}}}"#,
             r#"{"name":"d","attributes":{"b":{"string":"x"},"a":{"int":1}}}"#,
             r#"{"name":"d","attributes":{"a":{"int":12}},"capacity":{"m":{"value":"80Gi"}}}"#,
             r#"{"name":"e","attributes":{"a":{"int":1},"b":{"string":"x"}}}"#,
             r#"{"name":"d"}"#,
+            r#"{"name":"dd","attributes":{"a":{"int":1}}}"#,
+            r#"{"name":"d\"","capacity":{"m":{"value":"8Gi"}}}"#,
         ];
-        let slice = |first: &str, driver: &str| {
+        let slice = |devices: &[&str], driver: &str| {
             format!(
-                r#"{{"metadata":{{"name":"s"}},"spec":{{"devices":[{first},
-                {{"name":"z","attributes":{{"a":{{"int":1}}}}}}],"driver":"{driver}",
-                "nodeName":"n","pool":{{"name":"p","resourceSliceCount":1}}}}}}"#
+                r#"{{"metadata":{{"name":"s"}},"spec":{{"devices":[{}],"driver":"{driver}",
+                "nodeName":"n","pool":{{"name":"p","resourceSliceCount":1}}}}}}"#,
+                devices.join(",")
             )
         };
-        for x in firsts {
-            for y in firsts {
-                for z in firsts {
-                    let texts = [slice(x, "g"), slice(y, "h"), slice(z, "g"), slice(x, "h")];
+        let mut compared = 0;
+        for x in devices {
+            for y in devices {
+                for z in devices {
+                    let texts = [
+                        slice(&[x, y], "g"),
+                        slice(&[y], "h"),
+                        slice(&[z, x, y], "g"),
+                        slice(&[x, z], "h"),
+                        slice(&[y, z], "g"),
+                        slice(&[z, y, x], "h"),
+                    ];
                     let mut strings = Interner::default();
                     for text in &texts {
                         let mut devices = Vec::new();
@@ -1356,10 +1435,12 @@ mod tests {
                             shown(prepared, &devices) == wire_way(text, &rules),
                             "{text}"
                         );
+                        compared += 1;
                     }
                 }
             }
         }
+        assert_eq!(compared, 6 * 9 * 9 * 9);
     }
 
     /// Every node of a slice replaced, one at a time, by each of a set of values (type errors,
