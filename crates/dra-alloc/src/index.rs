@@ -102,6 +102,9 @@ impl AttrValue {
     }
 }
 
+/// How many versions [`Interner::shared_version_converts`] remembers by address.
+const RECENT_VERSIONS: usize = 8;
+
 /// Shares equal strings, and parses each distinct quantity text once ([`ParsedQuantities`]),
 /// while an index is built; for the slices read from JSON text, it also keeps the last two
 /// ([`CarriedSlice`](crate::slice_json::CarriedSlice)).
@@ -110,6 +113,8 @@ pub(crate) struct Interner {
     strings: WordHashMap<Arc<str>, ()>,
     quantities: ParsedQuantities,
     versions: WordHashMap<Box<str>, bool>,
+    /// The last versions asked of [`Interner::shared_version_converts`], by their `Arc`.
+    recent_versions: Vec<(Arc<str>, bool)>,
     carried_slices: VecDeque<crate::slice_json::CarriedSlice>,
     /// The empty capacity list, made on first use.
     no_capacity: Option<Capacities>,
@@ -170,6 +175,27 @@ impl Interner {
         converts
     }
 
+    /// [`Interner::version_converts`] of a shared version text, the last few answered by the
+    /// text's address: the interner hands out one `Arc` per text, and a device repeats the
+    /// versions of the devices before it (three per GPU of an HGX fleet, asked once per
+    /// device; a hash lookup each was 1% of a gpu-nic simulation's instructions). Each `Arc`
+    /// is kept with its answer, so its address is its own while it is remembered.
+    pub(crate) fn shared_version_converts(&mut self, version: &Arc<str>) -> bool {
+        if let Some((_, converts)) = self
+            .recent_versions
+            .iter()
+            .find(|(recent, _)| Arc::ptr_eq(recent, version))
+        {
+            return *converts;
+        }
+        let converts = self.version_converts(version);
+        if self.recent_versions.len() == RECENT_VERSIONS {
+            self.recent_versions.remove(0);
+        }
+        self.recent_versions.push((Arc::clone(version), converts));
+        converts
+    }
+
     /// [`Quantity::parse`], remembered for texts that parse.
     pub(crate) fn quantity(&mut self, text: &str) -> Result<Quantity, QuantityError> {
         self.quantities.parse(text)
@@ -181,7 +207,7 @@ impl Interner {
 fn attributes_convert(attributes: &[(Arc<str>, AttrValue)], strings: &mut Interner) -> bool {
     attributes.iter().all(|(_, value)| match value {
         AttrValue::Unset => false,
-        AttrValue::Version(v) => strings.version_converts(v),
+        AttrValue::Version(v) => strings.shared_version_converts(v),
         AttrValue::VersionList(list) => list.iter().all(|v| strings.version_converts(v)),
         _ => true,
     })
@@ -1437,6 +1463,38 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
 
     use super::*;
+
+    /// Versions asked by their shared text get the answer of the text, whether the interner
+    /// made the `Arc` or not, for more distinct versions than are remembered, in an order
+    /// that comes back to each after others pushed it out.
+    #[test]
+    fn shared_versions_convert_as_their_text_does() {
+        let texts: Vec<String> = (0..12)
+            .flat_map(|n| [format!("1.{n}.0"), format!("v1.{n}"), format!("{n}.0")])
+            .collect();
+        let mut strings = Interner::default();
+        let interned: Vec<Arc<str>> = texts.iter().map(|t| strings.get(t)).collect();
+        let mut asked = 0;
+        for round in 0..3 {
+            for step in [1, 5, 7] {
+                for i in (0..texts.len()).map(|i| (i * step + round) % texts.len()) {
+                    let expected = dra_cel::version_converts(&texts[i]);
+                    assert_eq!(
+                        strings.shared_version_converts(&interned[i]),
+                        expected,
+                        "{}",
+                        texts[i]
+                    );
+                    let fresh: Arc<str> = texts[i].as_str().into();
+                    assert_eq!(strings.shared_version_converts(&fresh), expected);
+                    asked += 1;
+                }
+            }
+        }
+        assert_eq!(asked, 3 * 3 * 36);
+        assert!(texts.iter().any(|t| dra_cel::version_converts(t)));
+        assert!(texts.iter().any(|t| !dra_cel::version_converts(t)));
+    }
 
     /// The key table's text is the text lookups build, for names short and long.
     #[test]
