@@ -137,6 +137,12 @@ impl ClaimPicks {
         })
     }
 
+    /// Whether the object's node selector is `metadata.name In [<the node>]` (every device
+    /// is the node's own): the same for every claim allocated on the node.
+    pub fn selects_this_node(&self) -> bool {
+        matches!(self.selector, SelectorPlan::ThisNode)
+    }
+
     /// The object's node selector ([`ClaimPicks::build`]'s `nodeSelector`) on `node`.
     pub fn node_selector(&self, index: &Index, node: NodeId) -> Option<NodeSelector> {
         match &self.selector {

@@ -491,57 +491,71 @@ impl ClaimStore {
         }
     }
 
+    /// Sets a claim's allocation to one that may be shared with other claims: a claim the
+    /// model made from a template holds it as it is, any other claim a copy.
+    pub fn set_shared_allocation(
+        &mut self,
+        namespace: &str,
+        name: &str,
+        allocation: Arc<Allocation>,
+    ) {
+        if let Some(claim) = self.claims.get_mut(namespace, name) {
+            claim.set_allocation(NewAllocation::Shared(allocation));
+        }
+    }
+
     pub fn set_allocation(&mut self, namespace: &str, name: &str, allocation: AllocationResult) {
         if let Some(claim) = self.claims.get_mut(namespace, name) {
             claim.set_allocation(NewAllocation::Owned(allocation));
         }
     }
 
-    /// Creates the claim `key` (namespace, generated name) from the template in the pod's
-    /// namespace, owned by the pod (by its UID as the input has it); returns the claim's name,
-    /// `None` when the template is missing.
+    /// Creates the claim `namespace/name` (a generated name) from the template in the pod's
+    /// namespace, owned by the pod (by its UID as the input has it); `false` when the
+    /// template is missing.
     ///
     /// A claim in `made` for the same entry, template, name and owner is taken instead of
     /// making it again: it was made the same way, from the same template.
     fn create_from_template(
         &mut self,
-        key: (String, String),
+        (namespace, name): (&str, &str),
         template_name: &str,
         pod: &Pod,
         pod_claim_name: &str,
         made: &mut MadeClaims,
-    ) -> Option<String> {
+    ) -> bool {
         let owner_uid = pod.metadata.uid.as_deref().unwrap_or_default();
         let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
-        let claim = match made.take_claim(&key, template_name, pod_claim_name, owner_uid) {
-            Some(claim) => claim,
-            None if self.lean => {
-                return self
-                    .make_from_template(
-                        &key.0,
-                        &key.1,
+        let claim =
+            match made.take_claim((namespace, name), template_name, pod_claim_name, owner_uid) {
+                Some(claim) => claim,
+                None if self.lean => {
+                    return self.make_from_template(
+                        namespace,
+                        name,
                         template_name,
                         pod_name,
                         pod_claim_name,
                         owner_uid,
-                    )
-                    .then_some(key.1);
-            }
-            None => {
-                let template = self.templates.get(&key.0, template_name)?;
-                Box::new(claim_from_template(
-                    template,
-                    &key.0,
-                    pod_name,
-                    &key.1,
-                    pod_claim_name,
-                    owner_uid,
-                ))
-            }
-        };
-        let name = key.1.clone();
-        self.claims.insert(key, StoredClaim::Object(claim));
-        Some(name)
+                    );
+                }
+                None => {
+                    let Some(template) = self.templates.get(namespace, template_name) else {
+                        return false;
+                    };
+                    Box::new(claim_from_template(
+                        template,
+                        namespace,
+                        pod_name,
+                        name,
+                        pod_claim_name,
+                        owner_uid,
+                    ))
+                }
+            };
+        self.claims
+            .insert_in(namespace, name.to_string(), StoredClaim::Object(claim));
+        true
     }
 
     /// [`ClaimStore::create_from_template`] for the scheduler model, owned by the pod with
@@ -611,13 +625,15 @@ impl ClaimStore {
                 (claim_name.clone(), None)
             } else if let Some(template_name) = &entry.resource_claim_template_name {
                 let generated = generated_claim_name(pod_name, &entry.name);
-                let key = (namespace.to_string(), generated.clone());
-                if self.claims.contains(&key.0, &key.1) {
+                if self.claims.contains(namespace, &generated) {
                     (generated, None)
-                } else if self
-                    .create_from_template(key, template_name, pod, &entry.name, made)
-                    .is_some()
-                {
+                } else if self.create_from_template(
+                    (namespace, &generated),
+                    template_name,
+                    pod,
+                    &entry.name,
+                    made,
+                ) {
                     (generated, Some(template_name.as_str()))
                 } else {
                     return Err(PodClaimError(format!(
@@ -1036,7 +1052,7 @@ impl MadeClaims<'_> {
     /// The claim made for this entry, template, (namespace, name) and owner, if one was.
     fn take_claim(
         &mut self,
-        key: &(String, String),
+        (namespace, name): (&str, &str),
         template_name: &str,
         pod_claim_name: &str,
         owner_uid: &str,
@@ -1048,8 +1064,8 @@ impl MadeClaims<'_> {
                     && m.pod_claim_name == pod_claim_name
                     && m.claim.as_ref().is_some_and(|claim| {
                         let meta = &claim.metadata;
-                        meta.name.as_deref() == Some(key.1.as_str())
-                            && meta.namespace.as_deref() == Some(key.0.as_str())
+                        meta.name.as_deref() == Some(name)
+                            && meta.namespace.as_deref() == Some(namespace)
                             && meta
                                 .owner_references
                                 .iter()

@@ -110,8 +110,8 @@ fn run(
     };
     // Kept outcomes leave the store a whole copy of each allocation; handed-over ones own
     // theirs, and copying the devices into the store too was a tenth of a small run's heap.
-    let record = if each.is_some() {
-        Record::NodeSelector
+    let mut record = if each.is_some() {
+        Record::NodeSelector(Vec::new())
     } else {
         Record::Whole
     };
@@ -138,7 +138,7 @@ fn run(
                 &nodes,
                 &mut known,
                 (pod, &mut made),
-                record,
+                &mut record,
             );
             report.steps += outcome.steps;
             report.allocate_calls += outcome.allocate_calls;
@@ -340,13 +340,15 @@ impl KnownRejections {
 }
 
 /// What the claim store keeps of an allocation the loop made.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 enum Record {
     /// A copy of the whole allocation.
     Whole,
     /// The node selector alone, which is what a later pod of the claim reads (the devices are
-    /// in the state).
-    NodeSelector,
+    /// in the state). The usual one, `metadata.name In [<the node>]`, is made once per node
+    /// (by node ID, on first use) and shared by the claims made from templates allocated on
+    /// it: six allocations and an `Arc` less for each.
+    NodeSelector(Vec<Option<Arc<Allocation>>>),
 }
 
 fn schedule_pod(
@@ -356,7 +358,7 @@ fn schedule_pod(
     nodes: &[NodeId],
     known: &mut KnownRejections,
     (pod, made): (&Pod, &mut MadeClaims),
-    record: Record,
+    record: &mut Record,
 ) -> (PodOutcome, usize) {
     let namespace = namespace_of(&pod.metadata);
     let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
@@ -457,7 +459,7 @@ fn schedule_pod(
                         (claims, namespace, name),
                         node,
                         (claim, picks),
-                        record,
+                        &mut *record,
                     );
                     outcome
                         .allocations
@@ -490,22 +492,33 @@ fn record_allocation(
     (claims, namespace, name): (&mut ClaimStore, &str, &str),
     node: NodeId,
     (claim, picks): (PreparedClaim, ClaimPicks),
-    record: Record,
+    record: &mut Record,
 ) -> Allocation {
     state.add_picks(index, &claim, &picks);
-    let (kept, allocation) = match record {
+    match record {
         Record::Whole => {
             let result = picks.build(index, node, &claim);
-            (result.clone(), Allocation::new(result))
+            claims.set_allocation(namespace, name, result.clone());
+            Allocation::new(result)
         }
-        Record::NodeSelector => (
-            AllocationResult {
-                node_selector: picks.node_selector(index, node),
-                ..AllocationResult::default()
-            },
-            Allocation::from_picks(index, node, claim, picks),
-        ),
-    };
-    claims.set_allocation(namespace, name, kept);
-    allocation
+        Record::NodeSelector(this_node) => {
+            let selector_only = |picks: &ClaimPicks| {
+                Arc::new(Allocation::new(AllocationResult {
+                    node_selector: picks.node_selector(index, node),
+                    ..AllocationResult::default()
+                }))
+            };
+            let kept = if picks.selects_this_node() {
+                let at = node.0 as usize;
+                if this_node.len() <= at {
+                    this_node.resize(at + 1, None);
+                }
+                Arc::clone(this_node[at].get_or_insert_with(|| selector_only(&picks)))
+            } else {
+                selector_only(&picks)
+            };
+            claims.set_shared_allocation(namespace, name, kept);
+            Allocation::from_picks(index, node, claim, picks)
+        }
+    }
 }
