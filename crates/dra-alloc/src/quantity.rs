@@ -4,6 +4,8 @@
 //! capacities are bounded by the BinarySI cap of 2^63-1 times a handful of devices), so
 //! overflow saturates instead of failing the allocation.
 
+use std::sync::Arc;
+
 use dra_types::{Quantity, QuantityError};
 
 use crate::hashing::WordHashMap;
@@ -40,11 +42,14 @@ pub(crate) fn sub(a: &Quantity, b: &Quantity) -> Quantity {
 /// A device has a handful of capacities (one, a bandwidth, on a typical NIC), so a sorted list
 /// answers a lookup in a few comparisons, where a `BTreeMap` allocates a node with room for
 /// eleven entries (some 800 bytes) for the first one: two such maps for each pick of a shared
-/// device were a tenth of a small simulation's heap.
+/// device were a tenth of a small simulation's heap. Names are shared (`Arc<str>`): the
+/// search and the allocated state name the capacities of the index's devices, whose names the
+/// index shares, and a copy of each for every pick of a shared device was half the cost of
+/// counting its capacity.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CapacityAmounts {
     /// Sorted by name, names distinct.
-    entries: Vec<(String, Quantity)>,
+    entries: Vec<(Arc<str>, Quantity)>,
 }
 
 impl CapacityAmounts {
@@ -58,7 +63,7 @@ impl CapacityAmounts {
 
     fn position(&self, name: &str) -> Result<usize, usize> {
         self.entries
-            .binary_search_by(|(entry, _)| entry.as_str().cmp(name))
+            .binary_search_by(|(entry, _)| (**entry).cmp(name))
     }
 
     /// The amount of capacity `name`.
@@ -71,11 +76,11 @@ impl CapacityAmounts {
     }
 
     /// The amount of capacity `name`, zero added first where there is none.
-    pub(crate) fn get_mut_or_zero(&mut self, name: &str) -> &mut Quantity {
+    pub(crate) fn get_mut_or_zero(&mut self, name: &Arc<str>) -> &mut Quantity {
         let i = match self.position(name) {
             Ok(i) => i,
             Err(i) => {
-                self.entries.insert(i, (name.to_string(), Quantity::zero()));
+                self.entries.insert(i, (Arc::clone(name), Quantity::zero()));
                 i
             }
         };
@@ -83,7 +88,7 @@ impl CapacityAmounts {
     }
 
     /// Sets the amount of capacity `name`, returning the one it replaces.
-    pub fn insert(&mut self, name: String, value: Quantity) -> Option<Quantity> {
+    pub fn insert(&mut self, name: Arc<str>, value: Quantity) -> Option<Quantity> {
         match self.position(&name) {
             Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
             Err(i) => {
@@ -94,7 +99,7 @@ impl CapacityAmounts {
     }
 
     /// The amounts in name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Quantity)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&Arc<str>, &Quantity)> {
         self.entries.iter().map(|(name, value)| (name, value))
     }
 
@@ -113,8 +118,8 @@ impl std::ops::Index<&str> for CapacityAmounts {
 }
 
 /// Collected like a `BTreeMap`: in name order, the last amount of a repeated name winning.
-impl FromIterator<(String, Quantity)> for CapacityAmounts {
-    fn from_iter<I: IntoIterator<Item = (String, Quantity)>>(iter: I) -> CapacityAmounts {
+impl FromIterator<(Arc<str>, Quantity)> for CapacityAmounts {
+    fn from_iter<I: IntoIterator<Item = (Arc<str>, Quantity)>>(iter: I) -> CapacityAmounts {
         let mut amounts = CapacityAmounts::default();
         for (name, value) in iter {
             amounts.insert(name, value);
@@ -124,10 +129,10 @@ impl FromIterator<(String, Quantity)> for CapacityAmounts {
 }
 
 impl<'a> IntoIterator for &'a CapacityAmounts {
-    type Item = (&'a String, &'a Quantity);
+    type Item = (&'a Arc<str>, &'a Quantity);
     type IntoIter = std::iter::Map<
-        std::slice::Iter<'a, (String, Quantity)>,
-        fn(&'a (String, Quantity)) -> (&'a String, &'a Quantity),
+        std::slice::Iter<'a, (Arc<str>, Quantity)>,
+        fn(&'a (Arc<str>, Quantity)) -> (&'a Arc<str>, &'a Quantity),
     >;
 
     fn into_iter(self) -> Self::IntoIter {
@@ -148,14 +153,14 @@ mod tests {
     #[test]
     fn capacity_amounts_read_like_a_sorted_map() {
         let amounts: CapacityAmounts = [
-            ("memory".to_string(), q("1Gi")),
-            ("bandwidth".to_string(), q("10G")),
-            ("cores".to_string(), q("2")),
-            ("bandwidth".to_string(), q("20G")),
+            ("memory".into(), q("1Gi")),
+            ("bandwidth".into(), q("10G")),
+            ("cores".into(), q("2")),
+            ("bandwidth".into(), q("20G")),
         ]
         .into_iter()
         .collect();
-        let names: Vec<&str> = amounts.iter().map(|(n, _)| n.as_str()).collect();
+        let names: Vec<&str> = amounts.iter().map(|(n, _)| &**n).collect();
         assert_eq!(names, ["bandwidth", "cores", "memory"]);
         assert_eq!(amounts.len(), 3);
         assert_eq!(amounts["bandwidth"], q("20G"));

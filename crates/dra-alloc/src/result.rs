@@ -350,7 +350,7 @@ impl DeviceResultFields<'_> {
             consumed_capacity: self.consumed.map(|consumed| {
                 consumed
                     .iter()
-                    .map(|(name, q)| (name.clone(), WireQuantity(q.to_canonical_string())))
+                    .map(|(name, q)| (name.to_string(), WireQuantity(q.to_canonical_string())))
                     .collect::<BTreeMap<_, _>>()
             }),
             binding_conditions: self.binding_conditions.cloned(),

@@ -997,7 +997,7 @@ impl<'a> Search<'a> {
                     .iter()
                     .map(|(name, cap)| {
                         (
-                            name.to_string(),
+                            Arc::clone(name),
                             consumed_capacity(requests.and_then(|r| r.get(&**name)), cap),
                         )
                     })

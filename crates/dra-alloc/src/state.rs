@@ -250,7 +250,7 @@ impl AllocatedState {
                             message: e.to_string(),
                         })?;
                         if let Some(consumed) = consumed.as_mut() {
-                            consumed.insert(name.clone(), value);
+                            consumed.insert(name.as_str().into(), value);
                         }
                     }
                 }

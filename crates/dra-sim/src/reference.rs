@@ -376,13 +376,16 @@ fn schedule_pod(
     let mut prepared = Vec::with_capacity(pod_claims.len());
     let mut pinned = Vec::new();
     for (name, template) in pod_claims {
-        // `claims_of_pod` only returns names of claims in the store.
-        if !claims.contains(namespace, &name) {
-            continue;
-        }
-        if let Some(allocation) = claims.allocation(namespace, &name) {
-            pinned.push(allocation.node_selector.clone());
-            continue;
+        // `claims_of_pod` only returns names of claims in the store; one it made from a
+        // template just now (`template`) is there without an allocation, and is not looked up.
+        if template.is_none() {
+            if !claims.contains(namespace, &name) {
+                continue;
+            }
+            if let Some(allocation) = claims.allocation(namespace, &name) {
+                pinned.push(allocation.node_selector.clone());
+                continue;
+            }
         }
         // A claim just made from a template whose spec was prepared before is prepared by
         // its names alone: a claim kept lean is not made into an object for it.
