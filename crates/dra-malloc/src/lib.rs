@@ -103,16 +103,23 @@ unsafe extern "C" {
 /// cut into and zeroes every page again when the allocations come back to them. A command
 /// is one short process whose peak is reached before it frees, so keeping the pages costs
 /// no peak memory. Call it first thing in `main`: a segment decides at its creation whether
-/// it may purge. The environment variable `MIMALLOC_PURGE_DELAY`, when set, still wins.
+/// it may purge. The environment variable `MIMALLOC_PURGE_DELAY`, when set, still wins: its
+/// value in milliseconds (an integer; -1 never purges), or mimalloc's default if it is not
+/// one. mimalloc itself reads no environment in this build (`MI_NO_GETENV`,
+/// `.cargo/config.toml`), so the variable is read here.
 pub fn keep_freed_memory() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-        return;
-    }
+    let delay = match std::env::var_os("MIMALLOC_PURGE_DELAY") {
+        None => -1,
+        Some(value) => match value.to_str().and_then(|v| v.trim().parse().ok()) {
+            Some(delay) => delay,
+            None => return,
+        },
+    };
     // SAFETY: sets one of mimalloc's options (a plain store into its option table); -1 is
     // the documented value for "never purge".
     #[allow(unsafe_code)]
     unsafe {
-        mi_option_set(MI_OPTION_PURGE_DELAY, -1)
+        mi_option_set(MI_OPTION_PURGE_DELAY, delay)
     };
 }
 
@@ -211,7 +218,10 @@ mod tests {
                 assert_eq!(before, 10, "mimalloc's default purge delay");
                 assert_eq!(after, -1);
             }
-            Ok(value) => assert_eq!(after.to_string(), value.trim()),
+            Ok(value) => match value.trim().parse::<core::ffi::c_long>() {
+                Ok(delay) => assert_eq!(after, delay),
+                Err(_) => assert_eq!(after, before),
+            },
         }
     }
 }
