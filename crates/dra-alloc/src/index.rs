@@ -102,7 +102,7 @@ impl AttrValue {
     }
 }
 
-/// How many versions [`Interner::shared_version_converts`] remembers by address.
+/// How many versions [`Interner::version_converts`] remembers by address.
 const RECENT_VERSIONS: usize = 8;
 
 /// Shares equal strings, and parses each distinct quantity text once ([`ParsedQuantities`]),
@@ -113,7 +113,7 @@ pub(crate) struct Interner {
     strings: WordHashMap<Arc<str>, ()>,
     quantities: ParsedQuantities,
     versions: WordHashMap<Box<str>, bool>,
-    /// The last versions asked of [`Interner::shared_version_converts`], by their `Arc`.
+    /// The last versions asked of [`Interner::version_converts`], by their `Arc`.
     recent_versions: Vec<(Arc<str>, bool)>,
     carried_slices: VecDeque<crate::slice_json::CarriedSlice>,
     /// The empty capacity list, made on first use.
@@ -164,23 +164,13 @@ impl Interner {
         shared
     }
 
-    /// [`dra_cel::version_converts`], remembered: the devices of a fleet share a few driver
-    /// and CUDA versions.
-    pub(crate) fn version_converts(&mut self, text: &str) -> bool {
-        if let Some(converts) = self.versions.get(text) {
-            return *converts;
-        }
-        let converts = dra_cel::version_converts(text);
-        self.versions.insert(text.into(), converts);
-        converts
-    }
-
-    /// [`Interner::version_converts`] of a shared version text, the last few answered by the
-    /// text's address: the interner hands out one `Arc` per text, and a device repeats the
-    /// versions of the devices before it (three per GPU of an HGX fleet, asked once per
-    /// device; a hash lookup each was 1% of a gpu-nic simulation's instructions). Each `Arc`
-    /// is kept with its answer, so its address is its own while it is remembered.
-    pub(crate) fn shared_version_converts(&mut self, version: &Arc<str>) -> bool {
+    /// [`dra_cel::version_converts`] of a version text the interner shares, remembered: the
+    /// devices of a fleet share a few driver and CUDA versions. The last few are answered by
+    /// the text's address (the interner hands out one `Arc` per text, and a device repeats
+    /// the versions of the devices before it: three per GPU of an HGX fleet, where a hash
+    /// lookup each was 1% of a gpu-nic simulation's instructions), each `Arc` kept with its
+    /// answer so that its address is its own while it is remembered; the others by text.
+    pub(crate) fn version_converts(&mut self, version: &Arc<str>) -> bool {
         if let Some((_, converts)) = self
             .recent_versions
             .iter()
@@ -188,7 +178,14 @@ impl Interner {
         {
             return *converts;
         }
-        let converts = self.version_converts(version);
+        let converts = match self.versions.get(&**version) {
+            Some(converts) => *converts,
+            None => {
+                let converts = dra_cel::version_converts(version);
+                self.versions.insert((**version).into(), converts);
+                converts
+            }
+        };
         if self.recent_versions.len() == RECENT_VERSIONS {
             self.recent_versions.remove(0);
         }
@@ -207,7 +204,7 @@ impl Interner {
 fn attributes_convert(attributes: &[(Arc<str>, AttrValue)], strings: &mut Interner) -> bool {
     attributes.iter().all(|(_, value)| match value {
         AttrValue::Unset => false,
-        AttrValue::Version(v) => strings.shared_version_converts(v),
+        AttrValue::Version(v) => strings.version_converts(v),
         AttrValue::VersionList(list) => list.iter().all(|v| strings.version_converts(v)),
         _ => true,
     })
@@ -1468,7 +1465,7 @@ mod tests {
     /// made the `Arc` or not, for more distinct versions than are remembered, in an order
     /// that comes back to each after others pushed it out.
     #[test]
-    fn shared_versions_convert_as_their_text_does() {
+    fn versions_convert_as_their_text_does() {
         let texts: Vec<String> = (0..12)
             .flat_map(|n| [format!("1.{n}.0"), format!("v1.{n}"), format!("{n}.0")])
             .collect();
@@ -1480,13 +1477,13 @@ mod tests {
                 for i in (0..texts.len()).map(|i| (i * step + round) % texts.len()) {
                     let expected = dra_cel::version_converts(&texts[i]);
                     assert_eq!(
-                        strings.shared_version_converts(&interned[i]),
+                        strings.version_converts(&interned[i]),
                         expected,
                         "{}",
                         texts[i]
                     );
                     let fresh: Arc<str> = texts[i].as_str().into();
-                    assert_eq!(strings.shared_version_converts(&fresh), expected);
+                    assert_eq!(strings.version_converts(&fresh), expected);
                     asked += 1;
                 }
             }
