@@ -276,12 +276,6 @@ enum Repeated {
     Name(usize),
 }
 
-/// Whether the object `object` (text) is written again in `text` at `at`; its length if so.
-fn same_object_at(object: &[u8], text: &str, at: usize) -> Option<usize> {
-    (object.first() == Some(&b'{') && bytes::starts_with(&text.as_bytes()[at..], object))
-        .then_some(object.len())
-}
-
 /// A slice's metadata and spec, and whether any member came after `spec`.
 type SliceParts = (Option<ObjectMeta>, Option<ResourceSliceSpec>, bool);
 
@@ -298,6 +292,17 @@ impl SliceReader<'_> {
         } else {
             text.as_bytes()
         }
+    }
+
+    /// Whether the value at `of` in the text `previous` was read from is written again in
+    /// `text` at `at`; its length if so. Only an object or a string: each ends at its own
+    /// closing brace or quote, so equal bytes are an equal value whatever follows.
+    fn repeated_value_at(&self, of: &Range<usize>, text: &str, at: usize) -> Option<usize> {
+        let value =
+            Self::previous_text(self.previous_carried, &self.carried, text).get(of.clone())?;
+        (matches!(value.first(), Some(b'{' | b'"'))
+            && bytes::starts_with(&text.as_bytes()[at..], value))
+        .then_some(value.len())
     }
 
     /// Device number `index` is next: it is compared with the carried slice's device at its
@@ -532,16 +537,11 @@ impl SliceReader<'_> {
                 "name" => {
                     seen.first(8)?;
                     let start = cursor.pos();
-                    let previous_text =
-                        Self::previous_text(self.previous_carried, &self.carried, cursor.text());
-                    // A string's text ends at its closing quote: the same bytes at the cursor
-                    // are the same string.
-                    let repeated = self.previous.name.as_ref().and_then(|(of, _)| {
-                        let string = previous_text.get(of.clone())?;
-                        (string.first() == Some(&b'"')
-                            && bytes::starts_with(&cursor.text().as_bytes()[start..], string))
-                        .then_some(string.len())
-                    });
+                    let repeated = self
+                        .previous
+                        .name
+                        .as_ref()
+                        .and_then(|(of, _)| self.repeated_value_at(of, cursor.text(), start));
                     name = match repeated {
                         Some(length) => {
                             cursor.set_pos(start + length);
@@ -842,11 +842,8 @@ impl SliceReader<'_> {
             depth,
             |reader, cursor| {
                 let start = cursor.pos();
-                let previous_text =
-                    Self::previous_text(reader.previous_carried, &reader.carried, cursor.text());
                 if let Some((of, _)) = &reader.previous.capacity
-                    && let Some(object) = previous_text.get(of.clone())
-                    && let Some(length) = same_object_at(object, cursor.text(), start)
+                    && let Some(length) = reader.repeated_value_at(of, cursor.text(), start)
                     && let Some((_, capacity)) = reader.previous.capacity.take()
                 {
                     cursor.set_pos(start + length);
